@@ -1,0 +1,49 @@
+# Every entry point of the project. `make setup` is idempotent: it only reinstalls
+# when pyproject.toml changed since the last install.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tidelog
+
+# Apache Kafka, used only as a reference: byte-compatibility tests and benchmarks.
+KAFKA_VERSION := 3.9.1
+KAFKA_LIBS := $(CACHE_DIR)/kafka-$(KAFKA_VERSION)/libs
+KAFKA_STAMP := $(KAFKA_LIBS)/.complete
+
+export TIDELOG_KAFKA_LIBS := $(KAFKA_LIBS)
+
+.PHONY: setup test lint bench-storage kafka-libs clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[broker,dev]'
+	touch $@
+
+kafka-libs: $(KAFKA_STAMP)
+
+# Apache Kafka's jars and their dependencies from Maven Central, cached per version.
+# The directory is emptied first so that a changed pom leaves no stale jars behind.
+$(KAFKA_STAMP): tools/kafka-libs/pom.xml
+	rm -rf $(KAFKA_LIBS)
+	mvn --batch-mode --quiet -f tools/kafka-libs/pom.xml \
+	    -Dkafka.version=$(KAFKA_VERSION) dependency:copy-dependencies \
+	    -DoutputDirectory=$(KAFKA_LIBS)
+	touch $@
+
+test: setup kafka-libs
+	$(BIN)/pytest
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench-storage: setup
+	$(BIN)/python bench/storage.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,3 @@
+"""tidelog: a Kafka-compatible, replicated commit log."""
+
+__version__ = "0.1.0"
