@@ -1,0 +1,113 @@
+"""Checkpoint files in Kafka's text formats, written atomically.
+
+Offset checkpoints (``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
+``replication-offset-checkpoint``, ``cleaner-offset-checkpoint``)::
+
+    0                       version
+    2                       number of entries
+    my-topic 0 1234         topic, partition, offset
+    my-topic 1 99
+
+``meta.properties`` is a Java properties file identifying the broker a directory
+belongs to. Every write goes to ``<file>.tmp``, is fsynced, renamed over the file and
+the directory is fsynced, so a crash leaves either the old or the new content.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = [
+    "CLEANER_OFFSET_CHECKPOINT",
+    "LOG_START_OFFSET_CHECKPOINT",
+    "META_PROPERTIES",
+    "RECOVERY_POINT_CHECKPOINT",
+    "REPLICATION_OFFSET_CHECKPOINT",
+    "CheckpointError",
+    "read_offset_checkpoint",
+    "read_properties",
+    "write_atomically",
+    "write_offset_checkpoint",
+    "write_properties",
+]
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+META_PROPERTIES = "meta.properties"
+
+TopicPartition = tuple[str, int]
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be parsed; names the file and the line."""
+
+
+def write_atomically(path: Path, text: str) -> None:
+    path = Path(path)
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def write_offset_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
+    lines = ["0", str(len(offsets))]
+    lines += [
+        f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())
+    ]
+    write_atomically(path, "\n".join(lines) + "\n")
+
+
+def read_offset_checkpoint(path: Path) -> dict[TopicPartition, int]:
+    """The checkpoint's entries; an absent file is empty, a malformed one raises."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if len(lines) < 2 or lines[0].strip() != "0":
+        raise CheckpointError(f"{path}: unrecognised checkpoint version line {lines[:1]}")
+    try:
+        expected = int(lines[1])
+    except ValueError:
+        raise CheckpointError(f"{path}: line 2 is not an entry count: {lines[1]!r}") from None
+    offsets = {}
+    for number, line in enumerate(lines[2:], start=3):
+        parts = line.split()
+        if len(parts) != 3 or not parts[1].isdigit():
+            raise CheckpointError(f"{path}: line {number} is not 'topic partition offset'")
+        try:
+            offsets[(parts[0], int(parts[1]))] = int(parts[2])
+        except ValueError:
+            raise CheckpointError(f"{path}: line {number} has a bad offset {parts[2]!r}") from None
+    if len(offsets) != expected:
+        raise CheckpointError(f"{path}: expected {expected} entries, found {len(offsets)}")
+    return offsets
+
+
+def write_properties(path: Path, properties: Mapping[str, str]) -> None:
+    header = f"#\n#{time.strftime('%a %b %d %H:%M:%S %Z %Y')}\n"
+    body = "".join(f"{key}={value}\n" for key, value in sorted(properties.items()))
+    write_atomically(path, header + body)
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    properties = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", "!")):
+            continue
+        key, _, value = stripped.partition("=")
+        properties[key.strip()] = value.strip()
+    return properties

@@ -1,0 +1,89 @@
+"""Per-log configuration: Kafka's topic-level keys, their defaults, and their parsing."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["LogConfig", "LogConfigError"]
+
+_WEEK_MS = 7 * 24 * 60 * 60 * 1000
+
+
+class LogConfigError(ValueError):
+    """A topic or broker setting that cannot be used (Kafka: INVALID_CONFIG)."""
+
+    error_code = 40
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """Settings of one log, named as Kafka's topic configs with dots turned to underscores."""
+
+    segment_bytes: int = 1024 * 1024 * 1024
+    segment_ms: int = _WEEK_MS
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = 10 * 1024 * 1024
+    index_interval_bytes: int = 4096
+    max_message_bytes: int = 1024 * 1024 + 12
+    retention_ms: int = _WEEK_MS
+    retention_bytes: int = -1
+    cleanup_policy: tuple[str, ...] = ("delete",)
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = 2**63 - 1
+    delete_retention_ms: int = 24 * 60 * 60 * 1000
+    file_delete_delay_ms: int = 60_000
+    message_timestamp_type: str = "CreateTime"
+
+    def __post_init__(self) -> None:
+        if self.segment_bytes < 14:
+            raise LogConfigError(f"segment.bytes must be at least 14, got {self.segment_bytes}")
+        if self.segment_index_bytes < 12:
+            raise LogConfigError(
+                f"segment.index.bytes must be at least 12, got {self.segment_index_bytes}"
+            )
+        if self.index_interval_bytes < 0:
+            raise LogConfigError("index.interval.bytes must not be negative")
+        unknown = set(self.cleanup_policy) - {"delete", "compact"}
+        if unknown or not self.cleanup_policy:
+            raise LogConfigError(f"cleanup.policy must be delete and/or compact, got {unknown}")
+        if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
+            raise LogConfigError("min.cleanable.dirty.ratio must be between 0 and 1")
+        if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
+            raise LogConfigError("message.timestamp.type must be CreateTime or LogAppendTime")
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str], base: LogConfig | None = None):
+        """Build from Kafka-named keys (``segment.bytes``...) over ``base``; unknown keys fail."""
+        fields = {field.name: field for field in dataclasses.fields(cls)}
+        values = {}
+        for key, raw in properties.items():
+            name = key.replace(".", "_")
+            if name not in fields:
+                raise LogConfigError(f"unknown topic config {key!r}")
+            values[name] = _parse(key, fields[name].type, raw)
+        return dataclasses.replace(base or cls(), **values)
+
+
+def _parse(key: str, kind: str, raw: str):
+    text = str(raw).strip()
+    try:
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+    except ValueError:
+        raise LogConfigError(f"{key}: {raw!r} is not a {kind}") from None
+    if kind.startswith("tuple"):
+        return tuple(part.strip() for part in text.split(",") if part.strip())
+    return text

@@ -1,0 +1,150 @@
+"""The ``.log`` file of a segment: record batches back to back, exactly as on the wire.
+
+Writes append whole batches at the end with ``pwrite``; reads are positional, so
+readers never share a file offset with the writer. A ``FileSlice`` names a byte range
+that the network layer can hand to ``sendfile`` without copying it into Python.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from tidelog.records.batch import (
+    BATCH_HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    read_batch_header,
+)
+
+__all__ = ["FileRecords", "FileSlice", "LogOffsetPosition"]
+
+# Header scans read this much at a time, so small batches cost one read per page.
+_READ_AHEAD = 4096
+_MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
+_IOV_MAX = os.sysconf("SC_IOV_MAX")
+
+
+class LogOffsetPosition(NamedTuple):
+    """A batch found by offset: its base offset, position and size in the file."""
+
+    offset: int
+    position: int
+    size: int
+
+
+class FileSlice(NamedTuple):
+    """``size`` bytes of ``records`` from ``position``: whole batches, ready to send."""
+
+    records: FileRecords
+    position: int
+    size: int
+
+    def fileno(self) -> int:
+        return self.records.fileno()
+
+    def to_bytes(self) -> bytes:
+        return self.records.read(self.position, self.size)
+
+
+class FileRecords:
+    def __init__(self, path: Path, *, create: bool = True):
+        self.path = Path(path)
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+        self._fd = os.open(self.path, flags, 0o644)
+        self._size = os.fstat(self._fd).st_size
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def append(self, buffers: Sequence) -> int:
+        """Write the buffers, in order, at the end of the file with as few ``pwritev``
+        calls as the kernel allows; returns the bytes written."""
+        pending = [memoryview(buffer).cast("B") for buffer in buffers]
+        position = self._size
+        while pending:
+            chunk = pending[:_IOV_MAX]
+            written = os.pwritev(self._fd, chunk, position)
+            position += written
+            while written:  # drop what went out, keep a partly written buffer's rest
+                if written >= len(pending[0]):
+                    written -= len(pending.pop(0))
+                else:
+                    pending[0] = pending[0][written:]
+                    written = 0
+            while pending and not len(pending[0]):
+                pending.pop(0)
+        appended = position - self._size
+        self._size = position
+        return appended
+
+    def read(self, position: int, size: int) -> bytes:
+        return os.pread(self._fd, size, position)
+
+    def slice(self, position: int, size: int) -> FileSlice:
+        available = max(0, min(size, self._size - position))
+        return FileSlice(self, position, available)
+
+    def batch_headers(self, start: int = 0, end: int | None = None) -> Iterator[BatchHeader]:
+        """Headers of the whole batches from ``start``; stops at the first bad frame."""
+        limit = self._size if end is None else min(end, self._size)
+        position = start
+        window, window_start = b"", start
+        while position + BATCH_HEADER_SIZE <= limit:
+            offset = position - window_start
+            if offset + BATCH_HEADER_SIZE > len(window):
+                window = os.pread(self._fd, _READ_AHEAD, position)
+                window_start, offset = position, 0
+                if len(window) < BATCH_HEADER_SIZE:
+                    return
+            header = read_batch_header(window, offset, position)
+            if header.batch_length < _MIN_BATCH_LENGTH or position + header.size > limit:
+                return
+            yield header
+            position += header.size
+
+    def batches(self, start: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
+        """Whole batches with their bytes, for scans that check or decode them."""
+        for header in self.batch_headers(start):
+            yield header, self.read(header.position, header.size)
+
+    def search_for_offset_with_size(
+        self, target_offset: int, starting_position: int
+    ) -> LogOffsetPosition | None:
+        """The first batch at or after ``starting_position`` holding offsets >= target."""
+        for header in self.batch_headers(starting_position):
+            if header.last_offset >= target_offset:
+                return LogOffsetPosition(header.base_offset, header.position, header.size)
+        return None
+
+    def truncate_to(self, size: int) -> int:
+        """Cut the file to ``size`` bytes; returns how many bytes went."""
+        if size > self._size or size < 0:
+            raise ValueError(f"cannot truncate {self.path} of {self._size} bytes to {size}")
+        removed = self._size - size
+        if removed:
+            os.ftruncate(self._fd, size)
+            self._size = size
+        return removed
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def rename(self, new_path: Path) -> None:
+        os.replace(self.path, new_path)
+        self.path = Path(new_path)
+
+    def delete(self) -> None:
+        self.close()
+        self.path.unlink(missing_ok=True)

@@ -1,0 +1,476 @@
+"""The log of one partition: an ordered list of segments, the last one active.
+
+Appends validate the producer's batches, assign offsets by rewriting each batch's
+baseOffset and partitionLeaderEpoch in place (both lie outside the CRC, so no checksum
+work and no record is touched), and write them to the active segment. Reads hand out
+file slices of whole batches. Retention, DeleteRecords, truncation and the cleaner's
+segment replacement change the segment list under one lock; readers take a snapshot of
+the list and never block appends.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from pathlib import Path
+from typing import NamedTuple
+
+from tidelog.records.batch import (
+    PREFIX_SIZE,
+    BatchHeader,
+    assigned_prefix,
+    iter_batch_headers,
+    rewrite_base_offset_and_epoch,
+)
+from tidelog.records.validation import validate_producer_records
+from tidelog.storage.config import LogConfig
+from tidelog.storage.errors import OffsetOutOfRangeError
+from tidelog.storage.log_append_time import stamp_log_append_time
+from tidelog.storage.log_loader import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    SWAP_SUFFIX,
+    load_log,
+)
+from tidelog.storage.retention import segments_below_start_offset, segments_to_delete
+from tidelog.storage.segment import FetchSlice, LogSegment, segment_file_name
+from tidelog.storage.time_index import TimestampOffset
+
+__all__ = ["AppendInfo", "Log", "parse_topic_partition"]
+
+logger = logging.getLogger(__name__)
+
+_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+
+
+def parse_topic_partition(directory: Path) -> tuple[str, int]:
+    """``<topic>-<partition>`` → (topic, partition)."""
+    match = _PARTITION_DIR.match(Path(directory).name)
+    if not match:
+        raise ValueError(f"{directory} is not named <topic>-<partition>")
+    return match[1], int(match[2])
+
+
+class AppendInfo(NamedTuple):
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    record_count: int
+    size: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+
+
+class Log:
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        segments: Sequence[LogSegment],
+        *,
+        next_offset: int,
+        log_start_offset: int,
+        recovery_point: int,
+        clock: Callable[[], float],
+        background: Executor | None,
+    ):
+        self.directory = Path(directory)
+        self.topic, self.partition = parse_topic_partition(self.directory)
+        self.config = config
+        self._clock = clock
+        self._background = background
+        self._lock = threading.RLock()
+        self._set_segments(list(segments))
+        self._next_offset = next_offset
+        self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
+        self.recovery_point = recovery_point
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig | None = None,
+        *,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        had_clean_shutdown: bool = True,
+        clock: Callable[[], float] = time.time,
+        background: Executor | None = None,
+    ) -> Log:
+        """Open (creating if needed) the partition directory and load its segments."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        config = config or LogConfig()
+        loaded = load_log(
+            directory,
+            config,
+            clock=clock,
+            log_start_offset=log_start_offset,
+            recovery_point=recovery_point,
+            had_clean_shutdown=had_clean_shutdown,
+            rolling_jitter_ms=_jitter(config),
+        )
+        return cls(
+            directory,
+            config,
+            loaded.segments,
+            next_offset=loaded.next_offset,
+            log_start_offset=log_start_offset,
+            recovery_point=loaded.recovery_point,
+            clock=clock,
+            background=background,
+        )
+
+    # -- segment list ------------------------------------------------------------------
+
+    def _set_segments(self, segments: list[LogSegment]) -> None:
+        segments.sort(key=lambda segment: segment.base_offset)
+        # One tuple, replaced whole: readers see either the old or the new list.
+        self._view = (tuple(s.base_offset for s in segments), tuple(segments))
+
+    @property
+    def _segments(self) -> tuple[LogSegment, ...]:
+        return self._view[1]
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return self._view[1]
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._view[1][-1]
+
+    def _floor_segment_index(self, offset: int) -> int:
+        return max(0, bisect.bisect_right(self._view[0], offset) - 1)
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._next_offset
+
+    @property
+    def size(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+
+    # -- append --------------------------------------------------------------------------
+
+    def append_as_leader(self, records, leader_epoch: int = 0) -> AppendInfo:
+        """Validate a producer's batches and append them with offsets assigned here.
+
+        Offsets are assigned without copying a batch: each batch is written as a new
+        16-byte prefix (baseOffset, batchLength, partitionLeaderEpoch) followed by the
+        producer's bytes from the magic byte on, in one ``pwritev``. Raises a
+        ``RecordsError`` subclass (carrying its Kafka error code) and writes nothing
+        when any batch is invalid.
+        """
+        validated = validate_producer_records(
+            records,
+            max_message_bytes=self.config.max_message_bytes,
+            require_keys=self.config.compact,
+        )
+        if self.config.message_timestamp_type == "LogAppendTime":
+            return self._append_with_log_append_time(records, validated.batches, leader_epoch)
+        view = memoryview(records).cast("B")
+        with self._lock:
+            first_offset = next_offset = self._next_offset
+            pieces, batches = [], []
+            for header in validated.batches:
+                start = header.position
+                pieces.append(assigned_prefix(header, next_offset, leader_epoch))
+                pieces.append(view[start + PREFIX_SIZE : start + header.size])
+                batches.append(
+                    header._replace(base_offset=next_offset, partition_leader_epoch=leader_epoch)
+                )
+                next_offset += header.last_offset_delta + 1
+            return self._append(pieces, batches, first_offset, -1)
+
+    def _append_with_log_append_time(self, records, headers, leader_epoch: int) -> AppendInfo:
+        """LogAppendTime changes bytes under the CRC, so these batches are copied."""
+        data = bytearray(records)
+        with self._lock:
+            first_offset = next_offset = self._next_offset
+            for header in headers:
+                rewrite_base_offset_and_epoch(data, header.position, next_offset, leader_epoch)
+                next_offset += header.last_offset_delta + 1
+            append_time = int(self._clock() * 1000)
+            stamp_log_append_time(data, headers, append_time)
+            return self._append([data], list(iter_batch_headers(data)), first_offset, append_time)
+
+    def append_as_follower(self, records) -> AppendInfo:
+        """Append batches that already carry their offsets (replication); they must
+        continue at the log end offset."""
+        batches = list(iter_batch_headers(records))
+        if not batches:
+            raise ValueError("no complete batch to append")
+        with self._lock:
+            if batches[0].base_offset < self._next_offset:
+                raise OffsetOutOfRangeError(
+                    f"batch at offset {batches[0].base_offset} is below the log end offset "
+                    f"{self._next_offset} of {self.directory.name}"
+                )
+            return self._append([records], batches, batches[0].base_offset, -1)
+
+    def _append(
+        self, pieces: Sequence, batches: Sequence[BatchHeader], first_offset: int, append_time: int
+    ) -> AppendInfo:
+        last = batches[-1]
+        max_batch = max(batches, key=lambda batch: batch.max_timestamp)
+        size = last.position + last.size - batches[0].position
+        segment = self._maybe_roll(size, max_batch.max_timestamp, first_offset, last)
+        segment.append(pieces, batches)
+        self._next_offset = last.next_offset
+        return AppendInfo(
+            first_offset=first_offset,
+            last_offset=last.last_offset,
+            max_timestamp=max_batch.max_timestamp,
+            offset_of_max_timestamp=max_batch.last_offset,
+            record_count=sum(batch.records_count for batch in batches),
+            size=size,
+            log_append_time=append_time,
+        )
+
+    def _maybe_roll(
+        self, size: int, max_timestamp: int, first_offset: int, last: BatchHeader
+    ) -> LogSegment:
+        segment = self.active_segment
+        if segment.should_roll(size, max_timestamp, last.last_offset, self.config):
+            return self.roll(first_offset)
+        return segment
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end offset (or ``expected_next_offset``
+        when a follower's append begins past it); flush the old one in the background."""
+        with self._lock:
+            new_base = max(expected_next_offset or 0, self._next_offset)
+            active = self.active_segment
+            if active.base_offset == new_base and active.size == 0:
+                return active
+            active.on_become_inactive()
+            for stale in self.directory.glob(segment_file_name(new_base, ".*")):
+                logger.warning("deleting stale %s before rolling to it", stale)
+                stale.unlink()
+            segment = LogSegment(
+                self.directory,
+                new_base,
+                self.config,
+                clock=self._clock,
+                rolling_jitter_ms=_jitter(self.config),
+            )
+            self._set_segments([*self._segments, segment])
+        self._schedule(lambda: self.flush(new_base))
+        return segment
+
+    def _schedule(self, work: Callable[[], object]) -> None:
+        if self._background is None:
+            work()
+        else:
+            self._background.submit(work)
+
+    # -- read ------------------------------------------------------------------------------
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_message: bool = True,
+    ) -> FetchSlice | None:
+        """Whole batches from the one holding ``offset``, never past ``max_offset`` (the
+        high watermark for consumers). None when there is nothing to read yet."""
+        bases, segments = self._view
+        end_offset = self._next_offset
+        if offset < self.log_start_offset or offset > end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{self.log_start_offset}, {end_offset}] of "
+                f"{self.directory.name}"
+            )
+        upper = end_offset if max_offset is None else min(max_offset, end_offset)
+        if offset >= upper:
+            return None
+        if upper == end_offset:
+            limit_index, limit_position = len(segments) - 1, None
+        else:
+            limit_index, limit_position = self._position_of(upper, bases, segments)
+        for index in range(max(0, bisect.bisect_right(bases, offset) - 1), len(segments)):
+            if index > limit_index:
+                return None
+            max_position = limit_position if index == limit_index else None
+            found = segments[index].read(offset, max_bytes, max_position, min_one_message)
+            if found is not None:
+                return found
+        return None
+
+    @staticmethod
+    def _position_of(offset: int, bases, segments) -> tuple[int, int | None]:
+        """Segment index and file position at which reads must stop for ``offset``."""
+        index = max(0, bisect.bisect_right(bases, offset) - 1)
+        found = segments[index].translate_offset(offset)
+        return index, (None if found is None else found.position)
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """The first record with a timestamp >= ``timestamp`` (ListOffsets by time)."""
+        for segment in self._segments:
+            if segment.max_timestamp_so_far < timestamp:
+                continue
+            found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+            if found is not None:
+                return found
+        return None
+
+    # -- flush, truncation, retention --------------------------------------------------------
+
+    def flush(self, offset: int | None = None) -> None:
+        """fsync every segment holding offsets below ``offset`` (default: everything) and
+        move the recovery point there."""
+        target = self._next_offset if offset is None else offset
+        if target <= self.recovery_point:
+            return
+        bases, segments = self._view
+        start = max(0, bisect.bisect_right(bases, self.recovery_point) - 1)
+        for segment in segments[start:]:
+            if segment.base_offset >= target:
+                break
+            segment.flush()
+        with self._lock:
+            self.recovery_point = max(self.recovery_point, target)
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every offset >= ``offset`` (a follower diverged from its leader)."""
+        with self._lock:
+            if offset >= self._next_offset:
+                return False
+            if offset < self._segments[0].base_offset:
+                self.truncate_fully_and_start_at(offset)
+                return True
+            keep = [s for s in self._segments if s.base_offset <= offset]
+            for segment in self._segments[len(keep) :]:
+                segment.delete()
+            self._set_segments(keep)
+            keep[-1].truncate_to(offset)
+            keep[-1].resize_indexes(self.config.segment_index_bytes)
+            self._next_offset = keep[-1].read_next_offset()
+            self.recovery_point = min(self.recovery_point, self._next_offset)
+            self.log_start_offset = min(self.log_start_offset, self._next_offset)
+            return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every segment and start empty at ``offset``."""
+        with self._lock:
+            for segment in self._segments:
+                segment.delete()
+            segment = LogSegment(
+                self.directory,
+                offset,
+                self.config,
+                clock=self._clock,
+                rolling_jitter_ms=_jitter(self.config),
+            )
+            self._set_segments([segment])
+            self._next_offset = offset
+            self.log_start_offset = offset
+            self.recovery_point = offset
+
+    def delete_old_segments(self) -> int:
+        """Apply retention (time, size, log start offset); returns segments deleted."""
+        now_ms = int(self._clock() * 1000)
+        with self._lock:
+            doomed = segments_to_delete(self._segments, self.config, self.log_start_offset, now_ms)
+            self._delete_segments(doomed)
+            return len(doomed)
+
+    def maybe_increment_log_start_offset(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to ``offset`` and drop the
+        segments wholly below it; returns the new log start offset."""
+        with self._lock:
+            if offset > self._next_offset:
+                raise OffsetOutOfRangeError(
+                    f"cannot delete records up to {offset}: the log ends at {self._next_offset}"
+                )
+            if offset > self.log_start_offset:
+                self.log_start_offset = offset
+                self._delete_segments(
+                    segments_below_start_offset(self._segments, self.log_start_offset)
+                )
+            return self.log_start_offset
+
+    def _delete_segments(self, doomed: Sequence[LogSegment]) -> None:
+        if not doomed:
+            return
+        gone = set(map(id, doomed))
+        self._set_segments([s for s in self._segments if id(s) not in gone])
+        self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+        for segment in doomed:
+            logger.info("deleting segment %s", segment.log_path)
+            segment.change_file_suffixes("", DELETED_SUFFIX)
+            segment.delete()
+
+    # -- cleaner support -------------------------------------------------------------------------
+
+    def new_cleaned_segment(self, base_offset: int) -> LogSegment:
+        """An empty ``.cleaned`` segment that a cleaning writes into."""
+        for stale in self.directory.glob(segment_file_name(base_offset, ".*" + CLEANED_SUFFIX)):
+            stale.unlink()
+        return LogSegment(
+            self.directory,
+            base_offset,
+            self.config,
+            clock=self._clock,
+            file_suffix=CLEANED_SUFFIX,
+        )
+
+    def replace_segments(
+        self, new_segments: Sequence[LogSegment], old_segments: Sequence[LogSegment]
+    ) -> None:
+        """Swap cleaned segments in for the ones they replace, crash-safely (seed 001):
+        ``.cleaned`` → ``.swap`` in descending offset order, old segments → ``.deleted``
+        and deleted, then the ``.swap`` suffix is dropped. ``log_loader`` finishes or
+        undoes the sequence after a crash at any point."""
+        with self._lock:
+            current = set(map(id, self._segments))
+            old = sorted((s for s in old_segments if id(s) in current), key=lambda s: s.base_offset)
+            new = sorted(new_segments, key=lambda s: s.base_offset)
+            for segment in reversed(new):
+                segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+            replaced = set(map(id, old))
+            self._set_segments([s for s in self._segments if id(s) not in replaced] + new)
+            for segment in old:
+                segment.change_file_suffixes("", DELETED_SUFFIX)
+                segment.delete()
+            for segment in new:
+                segment.change_file_suffixes(SWAP_SUFFIX, "")
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            for segment in self._segments:
+                segment.close()
+
+    def delete(self) -> None:
+        """Remove the partition's files and directory."""
+        with self._lock:
+            for segment in self._segments:
+                segment.delete()
+            for leftover in self.directory.iterdir():
+                leftover.unlink()
+            self.directory.rmdir()
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.directory.name}, start={self.log_start_offset}, "
+            f"end={self._next_offset}, segments={len(self._segments)})"
+        )
+
+
+def _jitter(config: LogConfig) -> int:
+    if config.segment_jitter_ms <= 0:
+        return 0
+    return random.randrange(min(config.segment_jitter_ms, config.segment_ms))

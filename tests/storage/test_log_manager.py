@@ -1,0 +1,140 @@
+import subprocess
+
+import pytest
+
+from storage.helpers import batch
+from tidelog.storage.checkpoints import read_offset_checkpoint, read_properties
+from tidelog.storage.config import LogConfig
+from tidelog.storage.errors import KafkaStorageError
+from tidelog.storage.log_manager import (
+    CLEAN_SHUTDOWN_MARKER,
+    InconsistentBrokerIdError,
+    LogManager,
+)
+
+
+def manager(dirs, **kwargs) -> LogManager:
+    instance = LogManager(
+        dirs, kwargs.pop("config", LogConfig(segment_bytes=600)), broker_id=1, **kwargs
+    )
+    instance.startup()
+    return instance
+
+
+def test_new_partitions_go_to_the_directory_with_fewest(tmp_path):
+    """Seed 000: three busy disks and a new empty one — new partitions land on the new
+    one until the counts even out, then spread round the four."""
+    dirs = [tmp_path / f"disk{i}" for i in range(3)]
+    first = manager(dirs)
+    for p in range(9):
+        first.get_or_create_log("old", p)
+    assert set(first.partition_counts().values()) == {3}
+    first.shutdown()
+    dirs.append(tmp_path / "disk3")
+    second = manager(dirs)
+    placed = [second.get_or_create_log("new", p).directory.parent.name for p in range(7)]
+    assert placed[:3] == ["disk3"] * 3
+    assert sorted(placed[3:]) == ["disk0", "disk1", "disk2", "disk3"]
+    assert set(second.partition_counts().values()) == {4}
+
+
+def test_draining_directory_takes_no_new_partitions(tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    logs = manager(dirs)
+    logs.mark_draining(tmp_path / "b")
+    assert {logs.get_or_create_log("t", p).directory.parent.name for p in range(4)} == {"a"}
+    logs.mark_draining(tmp_path / "b", draining=False)
+    assert logs.get_or_create_log("t", 4).directory.parent.name == "b"
+
+
+def test_clean_shutdown_marker_and_checkpoints(tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    logs = manager(dirs)
+    for p in range(2):
+        log = logs.get_or_create_log("t", p)
+        for i in range(10):
+            log.append_as_leader(batch(2, start=2 * i, size=40))
+    logs.get_log("t", 0).maybe_increment_log_start_offset(5)
+    logs.shutdown()
+    for directory in dirs:
+        assert (directory / CLEAN_SHUTDOWN_MARKER).exists()
+        assert read_properties(directory / "meta.properties")["broker.id"] == "1"
+    points = {
+        **read_offset_checkpoint(dirs[0] / "recovery-point-offset-checkpoint"),
+        **read_offset_checkpoint(dirs[1] / "recovery-point-offset-checkpoint"),
+    }
+    assert points == {("t", 0): 20, ("t", 1): 20}
+    starts = {
+        **read_offset_checkpoint(dirs[0] / "log-start-offset-checkpoint"),
+        **read_offset_checkpoint(dirs[1] / "log-start-offset-checkpoint"),
+    }
+    assert starts == {("t", 0): 5}
+    again = manager(dirs)
+    assert again.get_log("t", 0).log_start_offset == 5
+    assert again.get_log("t", 1).log_end_offset == 20
+    assert not any((d / CLEAN_SHUTDOWN_MARKER).exists() for d in dirs)  # consumed at startup
+
+
+def test_unclean_shutdown_recovers_a_torn_tail(tmp_path):
+    logs = manager([tmp_path / "a"])
+    log = logs.get_or_create_log("t", 0)
+    for i in range(10):
+        log.append_as_leader(batch(2, start=2 * i, size=40))
+    logs.checkpoint()
+    active = log.active_segment.log_path
+    with open(active, "r+b") as handle:  # the crash tore the last write
+        handle.truncate(active.stat().st_size - 3)
+    again = manager([tmp_path / "a"])  # no clean-shutdown marker was written
+    assert again.get_log("t", 0).log_end_offset == 18
+
+
+def test_meta_properties_of_another_broker_refuses_to_start(tmp_path):
+    manager([tmp_path / "a"]).shutdown()
+    other = LogManager([tmp_path / "a"], broker_id=2)
+    with pytest.raises(InconsistentBrokerIdError, match="broker 1"):
+        other.startup()
+
+
+def test_unusable_directory_goes_offline_at_startup(tmp_path):
+    broken = tmp_path / "broken"
+    broken.write_text("a file where a directory should be")
+    failures = []
+    logs = manager([tmp_path / "good", broken], on_dir_failure=lambda d, r: failures.append(d))
+    assert list(logs.offline_dirs) == [broken.resolve()] and failures == [broken.resolve()]
+    assert logs.get_or_create_log("t", 0).directory.parent.name == "good"
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A real 256 KiB filesystem that fills up."""
+    mount_point = tmp_path / "tiny"
+    mount_point.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount_point)], check=True
+    )
+    yield mount_point
+    subprocess.run(["umount", "-l", str(mount_point)], check=True)
+
+
+def test_full_disk_takes_only_its_directory_offline(tmp_path, tiny_disk):
+    failures = []
+    config = LogConfig(segment_bytes=64 * 1024, segment_index_bytes=4096)
+    logs = manager(
+        [tmp_path / "big", tiny_disk],
+        config=config,
+        on_dir_failure=lambda d, r: failures.append((d, r)),
+    )
+    on_tiny = logs.get_or_create_log("t", 0, tiny_disk)
+    on_big = logs.get_or_create_log("t", 1, tmp_path / "big")
+    payload = batch(20, size=1000)
+    with pytest.raises(KafkaStorageError):
+        for _ in range(1000):
+            logs.guarded(on_tiny, lambda: on_tiny.append_as_leader(payload))
+    assert [d for d, _ in failures] == [tiny_disk.resolve()]
+    assert "No space left" in failures[0][1]
+    assert logs.get_log("t", 0) is None  # its partition is offline
+    assert logs.offline_dirs.keys() == {tiny_disk.resolve()}
+    for _ in range(5):  # the other directory keeps serving
+        logs.guarded(on_big, lambda: on_big.append_as_leader(payload))
+    assert on_big.log_end_offset == 100
+    assert logs.get_or_create_log("t", 2).directory.parent == (tmp_path / "big").resolve()
