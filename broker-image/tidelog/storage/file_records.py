@@ -50,9 +50,9 @@ class FileSlice(NamedTuple):
 
 
 class FileRecords:
-    def __init__(self, path: Path, *, create: bool = True):
+    def __init__(self, path: Path, *, create: bool = True, read_only: bool = False):
         self.path = Path(path)
-        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+        flags = os.O_RDONLY if read_only else os.O_RDWR | (os.O_CREAT if create else 0)
         self._fd = os.open(self.path, flags, 0o644)
         self._size = os.fstat(self._fd).st_size
 

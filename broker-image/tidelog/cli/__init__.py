@@ -1,0 +1,1 @@
+"""Command-line tools, each mirroring the Apache Kafka tool of the same name."""
