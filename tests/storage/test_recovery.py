@@ -109,6 +109,10 @@ def test_missing_indexes_are_rebuilt(tmp_path, caplog, suffixes):
     with caplog.at_level(logging.WARNING):
         reopened = Log.open(directory, CONFIG)
     assert index_snapshot(reopened)[:-1] == before[:-1]
+    for segment in reopened.segments[:-1]:  # rebuilt indexes are trimmed like rolled ones
+        assert segment.index_path.stat().st_size == segment.offset_index.entries * 8
+        assert segment.time_index_path.stat().st_size == segment.time_index.entries * 12
+    assert not reopened.active_segment.offset_index.is_full  # room to append again
     assert any("rebuilding" in m for m in caplog.messages)
     assert reopened.read(40, 10).first_offset == 40
 

@@ -318,6 +318,9 @@ class LogSegment:
             self.time_index.maybe_append(
                 self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, True
             )
+        # Rebuilt indexes are trimmed; the loader re-expands the active segment's.
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
         return removed
 
     def sanity_check(self) -> None:
