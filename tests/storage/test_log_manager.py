@@ -3,7 +3,9 @@ import subprocess
 import pytest
 
 from storage.helpers import batch
+from tidelog.records import build_batch, iter_decoded_batches
 from tidelog.storage.checkpoints import read_offset_checkpoint, read_properties
+from tidelog.storage.cleaner import CleanerConfig
 from tidelog.storage.config import LogConfig
 from tidelog.storage.errors import KafkaStorageError
 from tidelog.storage.log_manager import (
@@ -138,3 +140,45 @@ def test_full_disk_takes_only_its_directory_offline(tmp_path, tiny_disk):
         logs.guarded(on_big, lambda: on_big.append_as_leader(payload))
     assert on_big.log_end_offset == 100
     assert logs.get_or_create_log("t", 2).directory.parent == (tmp_path / "big").resolve()
+
+
+def test_cleaner_threads_compact_and_retention_skips_compacted_logs(tmp_path):
+    compacted = LogConfig(
+        segment_bytes=600,
+        cleanup_policy=("compact",),
+        retention_ms=1,
+        min_cleanable_dirty_ratio=0.01,
+    )
+    logs = LogManager(
+        [tmp_path / "a"],
+        LogConfig(segment_bytes=600, retention_ms=1),
+        broker_id=1,
+        topic_configs={"state": compacted},
+        cleaner_config=CleanerConfig(
+            log_cleaner_backoff_ms=20, log_cleaner_dedupe_buffer_size=1 << 20
+        ),
+    )
+    logs.startup()
+    try:
+        log = logs.get_or_create_log("state", 0)
+        for round_ in range(6):
+            for key in range(5):
+                log.append_as_leader(build_batch([(f"k{key}", f"v{round_}")], timestamp=1))
+        log.roll()
+        assert logs.cleaner.wait_until_cleaned(log, log.active_segment.base_offset, timeout=20)
+        values = {}
+        for decoded in iter_decoded_batches(log.read(0, 1 << 20).records.to_bytes()):
+            for record in decoded.records:
+                assert record.key not in values  # one value per key once compacted
+                values[record.key] = record.value
+        assert values == {f"k{key}".encode(): b"v5" for key in range(5)}
+        segments = len(log.segments)
+        assert logs.cleanup_logs() == 0  # retention.ms=1 does not apply to compact topics
+        assert len(log.segments) == segments
+        checkpoint = tmp_path / "a" / "cleaner-offset-checkpoint"
+        assert read_offset_checkpoint(checkpoint)[("state", 0)] == log.active_segment.base_offset
+        logs.delete_log("state", 0)
+        assert ("state", 0) not in read_offset_checkpoint(checkpoint)
+    finally:
+        logs.shutdown()
+    assert not logs.cleaner.is_running

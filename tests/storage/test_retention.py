@@ -1,4 +1,5 @@
 import os
+import time
 
 import pytest
 
@@ -6,6 +7,7 @@ from storage.helpers import batch
 from tidelog.storage.config import LogConfig
 from tidelog.storage.errors import OffsetOutOfRangeError
 from tidelog.storage.log import Log
+from tidelog.storage.scheduler import Scheduler
 
 
 def segmented_log(directory, clock, config, batches=20, timestamp_step=1000):
@@ -81,3 +83,26 @@ def test_delete_records_moves_log_start_offset(tmp_path, clock):
         log.maybe_increment_log_start_offset(log.log_end_offset + 1)
     log.maybe_increment_log_start_offset(log.log_end_offset)
     assert len(log.segments) == 1 and log.read(log.log_end_offset, 10) is None
+
+
+def test_deleted_segments_stay_readable_until_file_delete_delay(tmp_path, clock):
+    """A fetch may still be sending from a segment that retention removes: its files
+    are renamed ``.deleted`` at once and closed and removed only after the delay."""
+    scheduler = Scheduler()
+    try:
+        config = LogConfig(segment_bytes=500, retention_ms=1, file_delete_delay_ms=300)
+        log = Log.open(tmp_path / "t-0", config, clock=clock, scheduler=scheduler)
+        for i in range(10):
+            log.append_as_leader(batch(2, start=2 * i, size=40, timestamp=1_000))
+        in_flight = log.read(0, 1 << 20).records
+        expected = in_flight.to_bytes()
+        clock.advance_ms(10**6)
+        assert log.delete_old_segments() > 0
+        assert list((tmp_path / "t-0").glob("*.log.deleted"))
+        assert in_flight.to_bytes() == expected  # still served from the renamed file
+        deadline = time.monotonic() + 10
+        while list((tmp_path / "t-0").glob("*.deleted")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not list((tmp_path / "t-0").glob("*.deleted"))
+    finally:
+        scheduler.shutdown()

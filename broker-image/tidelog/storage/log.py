@@ -17,7 +17,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
 from pathlib import Path
 from typing import NamedTuple
 
@@ -39,6 +38,7 @@ from tidelog.storage.log_loader import (
     load_log,
 )
 from tidelog.storage.retention import segments_below_start_offset, segments_to_delete
+from tidelog.storage.scheduler import Scheduler
 from tidelog.storage.segment import FetchSlice, LogSegment, segment_file_name
 from tidelog.storage.time_index import TimestampOffset
 
@@ -78,13 +78,13 @@ class Log:
         log_start_offset: int,
         recovery_point: int,
         clock: Callable[[], float],
-        background: Executor | None,
+        scheduler: Scheduler | None,
     ):
         self.directory = Path(directory)
         self.topic, self.partition = parse_topic_partition(self.directory)
         self.config = config
         self._clock = clock
-        self._background = background
+        self._scheduler = scheduler
         self._lock = threading.RLock()
         self._set_segments(list(segments))
         self._next_offset = next_offset
@@ -101,9 +101,12 @@ class Log:
         recovery_point: int = 0,
         had_clean_shutdown: bool = True,
         clock: Callable[[], float] = time.time,
-        background: Executor | None = None,
+        scheduler: Scheduler | None = None,
     ) -> Log:
-        """Open (creating if needed) the partition directory and load its segments."""
+        """Open (creating if needed) the partition directory and load its segments.
+
+        Without a ``scheduler``, deferred work (flushing a rolled segment, deleting old
+        segment files after ``file.delete.delay.ms``) happens at once, in the caller."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         config = config or LogConfig()
@@ -124,7 +127,7 @@ class Log:
             log_start_offset=log_start_offset,
             recovery_point=loaded.recovery_point,
             clock=clock,
-            background=background,
+            scheduler=scheduler,
         )
 
     # -- segment list ------------------------------------------------------------------
@@ -269,10 +272,24 @@ class Log:
         return segment
 
     def _schedule(self, work: Callable[[], object]) -> None:
-        if self._background is None:
+        if self._scheduler is None:
             work()
         else:
-            self._background.submit(work)
+            self._scheduler.submit(work)
+
+    def _retire(self, segments: Sequence[LogSegment]) -> None:
+        """Rename removed segments to ``.deleted`` now (so a crash cannot bring them back)
+        and delete their files after ``file.delete.delay.ms``, when no reader still
+        sends from them."""
+        for segment in segments:
+            logger.info("deleting segment %s", segment.log_path)
+            segment.change_file_suffixes("", DELETED_SUFFIX)
+        if self._scheduler is None:
+            for segment in segments:
+                segment.delete()
+            return
+        for segment in segments:
+            self._scheduler.schedule(self.config.file_delete_delay_ms / 1000, segment.delete)
 
     # -- read ------------------------------------------------------------------------------
 
@@ -351,9 +368,9 @@ class Log:
                 self.truncate_fully_and_start_at(offset)
                 return True
             keep = [s for s in self._segments if s.base_offset <= offset]
-            for segment in self._segments[len(keep) :]:
-                segment.delete()
+            removed = self._segments[len(keep) :]
             self._set_segments(keep)
+            self._retire(removed)
             keep[-1].truncate_to(offset)
             keep[-1].resize_indexes(self.config.segment_index_bytes)
             self._next_offset = keep[-1].read_next_offset()
@@ -364,8 +381,7 @@ class Log:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every segment and start empty at ``offset``."""
         with self._lock:
-            for segment in self._segments:
-                segment.delete()
+            self._retire(self._segments)
             segment = LogSegment(
                 self.directory,
                 offset,
@@ -407,10 +423,7 @@ class Log:
         gone = set(map(id, doomed))
         self._set_segments([s for s in self._segments if id(s) not in gone])
         self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
-        for segment in doomed:
-            logger.info("deleting segment %s", segment.log_path)
-            segment.change_file_suffixes("", DELETED_SUFFIX)
-            segment.delete()
+        self._retire(doomed)
 
     # -- cleaner support -------------------------------------------------------------------------
 
@@ -441,9 +454,7 @@ class Log:
                 segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
             replaced = set(map(id, old))
             self._set_segments([s for s in self._segments if id(s) not in replaced] + new)
-            for segment in old:
-                segment.change_file_suffixes("", DELETED_SUFFIX)
-                segment.delete()
+            self._retire(old)
             for segment in new:
                 segment.change_file_suffixes(SWAP_SUFFIX, "")
 

@@ -20,7 +20,6 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Executor
 from pathlib import Path
 from typing import TypeVar
 
@@ -34,9 +33,11 @@ from tidelog.storage.checkpoints import (
     write_offset_checkpoint,
     write_properties,
 )
+from tidelog.storage.cleaner import CleanerConfig, LogCleaner
 from tidelog.storage.config import LogConfig
 from tidelog.storage.errors import KafkaStorageError, LogDirNotFoundError, StorageError
 from tidelog.storage.log import Log, parse_topic_partition
+from tidelog.storage.scheduler import Scheduler
 
 __all__ = ["CLEAN_SHUTDOWN_MARKER", "InconsistentBrokerIdError", "LogManager"]
 
@@ -62,7 +63,8 @@ class LogManager:
         cluster_id: str | None = None,
         topic_configs: Mapping[str, LogConfig] | None = None,
         clock: Callable[[], float] = time.time,
-        background: Executor | None = None,
+        scheduler: Scheduler | None = None,
+        cleaner_config: CleanerConfig | None = None,
         on_dir_failure: Callable[[Path, str], None] | None = None,
     ):
         self.log_dirs = [Path(d).resolve() for d in log_dirs]
@@ -73,7 +75,11 @@ class LogManager:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
         self._clock = clock
-        self._background = background
+        self._owns_scheduler = scheduler is None
+        self.scheduler = scheduler or Scheduler()
+        self.cleaner = LogCleaner(
+            cleaner_config or CleanerConfig(), self.log_dirs, lambda: self._logs, clock=clock
+        )
         self._on_dir_failure = on_dir_failure
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
@@ -94,6 +100,7 @@ class LogManager:
                 self._mark_offline(directory, f"failed to load: {error}")
         if not self.online_dirs:
             raise KafkaStorageError(f"no usable log directory among {self.log_dirs}")
+        self.cleaner.start()
 
     def _prepare_dir(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -135,13 +142,17 @@ class LogManager:
                 recovery_point=recovery_points.get(topic_partition, 0),
                 had_clean_shutdown=clean,
                 clock=self._clock,
-                background=self._background,
+                scheduler=self.scheduler,
             )
         # The marker only vouches for the shutdown that wrote it.
         marker.unlink(missing_ok=True)
 
     def shutdown(self) -> None:
-        """Flush and close every log, checkpoint, and mark each directory clean."""
+        """Stop the cleaner, finish deferred work, then flush and close every log,
+        checkpoint, and mark each directory clean."""
+        self.cleaner.shutdown()
+        if self._owns_scheduler:
+            self.scheduler.shutdown()
         with self._lock:
             for directory in self.online_dirs:
                 try:
@@ -243,7 +254,7 @@ class LogManager:
                     parent / f"{topic}-{partition}",
                     self.config_for(topic),
                     clock=self._clock,
-                    background=self._background,
+                    scheduler=self.scheduler,
                 )
             except OSError as error:
                 self._mark_offline(parent, f"creating {topic}-{partition} failed: {error}")
@@ -255,19 +266,40 @@ class LogManager:
     def delete_log(self, topic: str, partition: int) -> None:
         with self._lock:
             log = self._logs.pop((topic, partition), None)
-            if log is not None:
-                log.delete()
+            if log is None:
+                return
+            self.cleaner.abort_cleaning((topic, partition))
+            self.cleaner.update_checkpoints(log.directory.parent, remove=(topic, partition))
+            log.delete()
+
+    def truncate_to(self, topic: str, partition: int, offset: int) -> None:
+        """Truncate a log (a follower diverged) with its cleaning paused meanwhile, and
+        pull its cleaner checkpoint back so the cleaner never starts past the end."""
+        log = self._logs[(topic, partition)]
+        self.cleaner.abort_and_pause_cleaning((topic, partition))
+        try:
+            if self.guarded(log, lambda: log.truncate_to(offset)):
+                self.cleaner.maybe_truncate_checkpoint(
+                    log.directory.parent, (topic, partition), log.log_end_offset
+                )
+        finally:
+            self.cleaner.resume_cleaning([(topic, partition)])
 
     # -- periodic work ------------------------------------------------------------------------
 
     def cleanup_logs(self) -> int:
-        """Retention for every log; returns the number of segments deleted."""
+        """Retention for the logs that are not compacted (the cleaner threads apply it to
+        compacted ones after cleaning them); returns the number of segments deleted."""
         deleted = 0
-        for log in list(self._logs.values()):
-            try:
-                deleted += self.guarded(log, log.delete_old_segments)
-            except KafkaStorageError:
-                continue
+        paused = self.cleaner.manager.pause_cleaning_for_non_compacted_partitions()
+        try:
+            for _, log in paused:
+                try:
+                    deleted += self.guarded(log, log.delete_old_segments)
+                except KafkaStorageError:
+                    continue
+        finally:
+            self.cleaner.resume_cleaning(tp for tp, _ in paused)
         return deleted
 
     def flush_dirty_logs(self) -> None:
