@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from tidelog.records import build_batch
+from tidelog.storage.cleaner import OffsetMap, clean_log
 from tidelog.storage.config import LogConfig
 from tidelog.storage.log import Log
 
@@ -109,6 +110,45 @@ def bench_read(directory: Path, samples: int = 5000) -> dict:
     }
 
 
+def bench_compaction(directory: Path, records: int = 200_000, keys: int = 20_000) -> dict:
+    """One cleaning of ``records`` 100-byte records over ``keys`` keys (10 values per key)."""
+    config = LogConfig(segment_bytes=8 * 1024 * 1024, cleanup_policy=("compact",))
+    log = Log.open(directory / "compact-0", config)
+    rng = random.Random(11)
+    per_batch = 100
+    for _ in range(records // per_batch):
+        entries = [
+            (f"key-{rng.randrange(keys):08d}", os.urandom(42).hex()) for _ in range(per_batch)
+        ]
+        log.append_as_leader(build_batch(entries, timestamp=1))
+    log.roll()
+    size_before = log.size
+    _, stats = clean_log(log, now_ms=int(time.time() * 1000))
+    size_after = log.size
+    log.delete()
+    return {
+        "mb_before": size_before / 1e6,
+        "mb_after": size_after / 1e6,
+        "mb_per_s": stats.bytes_read / 1e6 / stats.elapsed_secs,
+        "map_mb_per_s": stats.map_bytes_read / 1e6 / stats.map_elapsed_secs,
+        "records_per_s": stats.messages_read / stats.elapsed_secs,
+    }
+
+
+def bench_offset_map(keys: int = 1_000_000, load_factor: float = 0.75) -> dict:
+    """Memory per key of a map holding ``keys`` keys at ``load_factor``."""
+    offset_map = OffsetMap(int(keys / load_factor * 24), load_factor=load_factor)
+    start = time.perf_counter()
+    for offset in range(offset_map.capacity):
+        offset_map.put(b"key-%d" % offset, offset)
+    elapsed = time.perf_counter() - start
+    return {
+        "keys": offset_map.size,
+        "bytes_per_key": offset_map.bytes_per_key,
+        "puts_per_s": offset_map.size / elapsed,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -134,6 +174,17 @@ def main() -> None:
                 f"log {result['log_mb_s']:.0f} MB/s, os.write {result['write_mb_s']:.0f} MB/s, "
                 f"ratio {result['ratio']:.2f}"
             )
+        result = bench_compaction(directory)
+        print(
+            f"compaction: {result['mb_before']:.1f} MB -> {result['mb_after']:.1f} MB at "
+            f"{result['mb_per_s']:.1f} MB/s ({result['records_per_s']:.0f} records/s; "
+            f"building the map {result['map_mb_per_s']:.1f} MB/s)"
+        )
+        result = bench_offset_map()
+        print(
+            f"offset map: {result['bytes_per_key']:.2f} bytes per key at 0.75 load "
+            f"({result['keys']} keys, {result['puts_per_s']:.0f} puts/s)"
+        )
         result = bench_read(directory)
         print(
             f"read by offset ({result['segments']} segments): locate p50 "
