@@ -1,4 +1,6 @@
 import os
+import threading
+import time
 
 import pytest
 
@@ -209,3 +211,68 @@ def test_config_from_kafka_properties():
         LogConfig.from_properties({"segment.bites": "1"})
     with pytest.raises(LogConfigError):
         LogConfig.from_properties({"segment.bytes": "big"})
+
+
+def test_follower_append_writes_only_whole_intact_batches(tmp_path):
+    leader = Log.open(tmp_path / "leader" / "t-0")
+    for i in range(3):
+        leader.append_as_leader(batch(2, start=2 * i))
+    fetched = leader.read(0, 1 << 20).records.to_bytes()
+    follower = Log.open(tmp_path / "t-0")
+    follower.append_as_follower(fetched[:-7])  # a response cut inside its last batch
+    assert follower.log_end_offset == 4
+    assert follower.active_segment.size == len(fetched) - len(batch(2, start=4))
+    follower.append_as_follower(leader.read(4, 1 << 20).records.to_bytes())
+    assert read_all(follower) == read_all(leader)
+
+    corrupt = bytearray(leader.read(0, 1 << 20).records.to_bytes())
+    corrupt[-3] ^= 0x10
+    fresh = Log.open(tmp_path / "fresh" / "t-0")
+    with pytest.raises(InvalidCrcError):
+        fresh.append_as_follower(bytes(corrupt))
+    swapped = leader.read(2, 100).records.to_bytes() + leader.read(0, 100).records.to_bytes()
+    with pytest.raises(CorruptRecordError, match="backwards"):
+        fresh.append_as_follower(swapped)
+    assert fresh.log_end_offset == 0 and fresh.active_segment.size == 0
+
+
+def test_many_batches_in_one_append_roll_instead_of_overflowing_an_index(tmp_path):
+    config = LogConfig(segment_index_bytes=48, index_interval_bytes=1)
+    log = Log.open(tmp_path / "t-0", config)
+    log.append_as_leader(batch(1))
+    many = b"".join(batch(1, start=i) for i in range(10))
+    log.append_as_leader(many)
+    log.append_as_leader(many)
+    assert [r.offset for r in read_all(log)] == list(range(21))
+    bases = [s.base_offset for s in log.segments]
+    assert bases == sorted(set(bases))
+
+
+def test_readers_never_see_past_the_bound_while_appends_and_rolls_run(tmp_path):
+    """A reader bounded by the log end it observed (as a consumer is by the high
+    watermark) gets exactly the offsets below it, while a writer appends and rolls
+    segments (which remaps their indexes) underneath."""
+    log = Log.open(tmp_path / "t-0", LogConfig(segment_bytes=4096, index_interval_bytes=64))
+    log.append_as_leader(batch(2))
+    stop = threading.Event()
+
+    def write():
+        for i in range(1, 1500):
+            log.append_as_leader(batch(2, start=2 * i, size=20))
+        stop.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    reads = 0
+    try:
+        while not stop.is_set():
+            bound = log.log_end_offset
+            start = max(0, bound - 30)
+            assert [r.offset for r in read_all(log, start, max_offset=bound)] == list(
+                range(start, bound)
+            )
+            reads += 1
+            time.sleep(0.0005)  # a spinning reader would starve the writer of the GIL
+    finally:
+        writer.join()
+    assert reads > 20 and len(log.segments) > 10

@@ -11,6 +11,7 @@ from tidelog.storage.errors import KafkaStorageError
 from tidelog.storage.log_manager import (
     CLEAN_SHUTDOWN_MARKER,
     InconsistentBrokerIdError,
+    InconsistentClusterIdError,
     LogManager,
 )
 
@@ -86,8 +87,14 @@ def test_unclean_shutdown_recovers_a_torn_tail(tmp_path):
     active = log.active_segment.log_path
     with open(active, "r+b") as handle:  # the crash tore the last write
         handle.truncate(active.stat().st_size - 3)
+    torn_size = active.stat().st_size
     again = manager([tmp_path / "a"])  # no clean-shutdown marker was written
-    assert again.get_log("t", 0).log_end_offset == 18
+    recovered = again.get_log("t", 0)
+    assert recovered.log_end_offset == 18
+    assert active.stat().st_size < torn_size  # the torn batch is gone from the file
+    recovered.append_as_leader(batch(1, start=99))
+    decoded = list(iter_decoded_batches(recovered.read(18, 1 << 20).records.to_bytes()))
+    assert [r.offset for b in decoded for r in b.records] == [18]
 
 
 def test_meta_properties_of_another_broker_refuses_to_start(tmp_path):
@@ -182,3 +189,36 @@ def test_cleaner_threads_compact_and_retention_skips_compacted_logs(tmp_path):
     finally:
         logs.shutdown()
     assert not logs.cleaner.is_running
+
+
+def test_offline_partition_is_not_recreated_elsewhere(tmp_path):
+    logs = manager([tmp_path / "a", tmp_path / "b"])
+    log = logs.get_or_create_log("t", 0, tmp_path / "a")
+    logs.handle_dir_failure(tmp_path / "a", "disk pulled")
+    with pytest.raises(KafkaStorageError, match="offline"):
+        logs.get_or_create_log("t", 0)
+    assert not (tmp_path / "b" / "t-0").exists()
+    assert log.directory.exists()
+
+
+def test_malformed_checkpoint_means_full_recovery_not_a_failed_start(tmp_path, caplog):
+    logs = manager([tmp_path / "a"])
+    log = logs.get_or_create_log("t", 0)
+    for i in range(10):
+        log.append_as_leader(batch(2, start=2 * i, size=40))
+    logs.shutdown()
+    (tmp_path / "a" / "recovery-point-offset-checkpoint").write_text("garbage\n")
+    (tmp_path / "a" / CLEAN_SHUTDOWN_MARKER).unlink()
+    again = manager([tmp_path / "a"])
+    assert not again.offline_dirs
+    assert again.get_log("t", 0).log_end_offset == 20
+    assert any("recovering every log" in m for m in caplog.messages)
+
+
+def test_meta_properties_of_another_cluster_refuses_to_start(tmp_path):
+    LogManager([tmp_path / "a"], broker_id=1, cluster_id="blue").startup()
+    kept = LogManager([tmp_path / "a"], broker_id=1)  # no cluster id yet: keep the file's
+    kept.startup()
+    assert read_properties(tmp_path / "a" / "meta.properties")["cluster.id"] == "blue"
+    with pytest.raises(InconsistentClusterIdError, match="cluster blue"):
+        LogManager([tmp_path / "a"], broker_id=1, cluster_id="green").startup()

@@ -10,6 +10,7 @@ import pytest
 from storage.helpers import batch
 from tidelog.records import build_batch, iter_batch_headers, iter_decoded_batches
 from tidelog.storage.config import LogConfig
+from tidelog.storage.errors import StorageError
 from tidelog.storage.log import Log
 
 CONFIG = LogConfig(segment_bytes=1200, index_interval_bytes=150)
@@ -232,3 +233,91 @@ def test_replace_segments_without_crash(tmp_path):
     )
     log.close()
     assert contents(Log.open(directory, CONFIG)) == expected
+
+
+def test_crash_leaves_preallocated_indexes_and_a_torn_tail(tmp_path):
+    """The state a real crash leaves: the active segment's indexes still preallocated
+    (zero-filled past their entries) and the log cut inside a batch."""
+    directory = tmp_path / "t-0"
+    log = filled_log(directory)
+    expected = contents(log)
+    active = log.active_segment
+    assert active.index_path.stat().st_size == CONFIG.segment_index_bytes  # not trimmed
+    last = list(active.log.batch_headers())[-1]
+    os.truncate(active.log_path, last.position + 20)  # no close: the process died
+    recovered = Log.open(directory, CONFIG, recovery_point=0, had_clean_shutdown=False)
+    assert recovered.log_end_offset == last.base_offset
+    assert contents(recovered) == [r for r in expected if r[0] < last.base_offset]
+    recovered.append_as_leader(batch(2, start=1000))
+    assert contents(recovered)[-2:] == [
+        (last.base_offset, b"value-1000"),
+        (last.base_offset + 1, b"value-1001"),
+    ]
+
+
+def test_corrupt_base_offset_is_truncated_not_fatal(tmp_path, caplog):
+    """baseOffset lies outside the CRC: a flipped bit that throws it far away must be
+    caught as corruption (with a log line), not crash the load."""
+    directory = tmp_path / "t-0"
+    log = filled_log(directory)
+    victim = log.active_segment
+    third = list(victim.log.batch_headers())[2]
+    log.close()
+    with open(victim.log_path, "r+b") as handle:
+        handle.seek(third.position)
+        handle.write((2**40).to_bytes(8, "big"))
+    with caplog.at_level(logging.WARNING):
+        recovered = Log.open(directory, CONFIG, recovery_point=0, had_clean_shutdown=False)
+    assert recovered.log_end_offset == third.base_offset
+    assert any("beyond this segment" in m for m in caplog.messages)
+
+
+def test_log_start_offset_above_recovered_end_starts_empty_there(tmp_path):
+    directory = tmp_path / "t-0"
+    log = filled_log(directory, batches=5)
+    log.close()
+    reopened = Log.open(directory, CONFIG, log_start_offset=40)  # checkpoint ahead of data
+    assert (reopened.log_start_offset, reopened.log_end_offset) == (40, 40)
+    assert reopened.append_as_leader(batch(1)).first_offset == 40
+
+
+def test_replace_refuses_segments_no_longer_in_the_log(tmp_path):
+    directory = tmp_path / "t-0"
+    log, old, cleaned, _, original = prepared_replacement(directory)
+    end = old[1].base_offset + 3  # keep one 3-record batch: the old segment is active now
+    log.truncate_to(end)
+    with pytest.raises(StorageError, match="changed under the cleaning"):
+        log.replace_segments([cleaned], old)
+    assert contents(log) == original[:end]
+
+
+@pytest.mark.parametrize("crash_at", range(12))
+def test_crash_at_every_rename_of_a_replacement_recovers_consistently(
+    tmp_path, monkeypatch, crash_at
+):
+    """Kill the replacement at its k-th file rename (each of the three files of the new
+    segment to .swap, of each old one to .deleted, of the new one back): whatever the
+    loader then finds, it yields either the old contents or the cleaned ones, whole."""
+    directory = tmp_path / "t-0"
+    log, old, cleaned, expected, original = prepared_replacement(directory)
+    renames = 0
+    real_replace = os.replace
+
+    def crashing_replace(source, target):
+        nonlocal renames
+        if renames == crash_at:
+            raise SystemExit("crash")
+        renames += 1
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", crashing_replace)
+    with pytest.raises(SystemExit):
+        log.replace_segments([cleaned], old)
+    monkeypatch.setattr(os, "replace", real_replace)
+    cleaned.close()
+    reloaded = crash_and_reload(directory, log)
+    assert contents(reloaded) in (original, expected)
+    if crash_at >= 3:  # every file of the new segment was .swap: the swap completes
+        assert contents(reloaded) == expected
+    leftovers = [p for p in directory.iterdir() if p.suffix in (".swap", ".cleaned", ".deleted")]
+    assert not leftovers

@@ -58,6 +58,10 @@ def test_retention_bytes(tmp_path, clock):
     kept = len(log.segments)
     assert sum(sizes[-kept:]) >= 1000 > sum(sizes[-kept + 1 :])
     assert [s.size for s in log.segments] == sizes[-kept:]
+    tiny = LogConfig(segment_bytes=500, retention_bytes=1, retention_ms=-1)
+    log.update_config(tiny)  # everything breaches now, but the active segment stays
+    log.delete_old_segments()
+    assert len(log.segments) == 1 and log.active_segment.size > 0
 
 
 def test_compact_only_topics_ignore_time_and_size_retention(tmp_path, clock):

@@ -65,7 +65,12 @@ from .errors import (
 )
 from .reader import DecodedBatch, LogRecord, decode_batch, iter_decoded_batches
 from .record import Header, Record, decode_records, encode_record
-from .validation import DEFAULT_MAX_MESSAGE_BYTES, ValidatedRecords, validate_producer_records
+from .validation import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    ValidatedRecords,
+    validate_producer_records,
+    validate_replicated_records,
+)
 from .varint import decode_varint, decode_varlong, encode_varint, encode_varlong
 
 __all__ = [
@@ -129,4 +134,5 @@ __all__ = [
     "read_batch_header",
     "rewrite_base_offset_and_epoch",
     "validate_producer_records",
+    "validate_replicated_records",
 ]

@@ -45,9 +45,10 @@ from .batch import (
     read_batch_header,
 )
 from .compression import CompressionType
-from .crc import batch_crc
+from .crc import batch_crc, is_crc_valid
 from .errors import (
     ControlBatchFromProducerError,
+    CorruptRecordError,
     EmptyBatchError,
     EmptyRecordsError,
     IncompleteBatchError,
@@ -63,7 +64,12 @@ from .errors import (
 )
 from .reader import decode_batch
 
-__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "ValidatedRecords", "validate_producer_records"]
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "ValidatedRecords",
+    "validate_producer_records",
+    "validate_replicated_records",
+]
 
 # Kafka's default max.message.bytes: 1 MiB + the 12-byte log overhead.
 DEFAULT_MAX_MESSAGE_BYTES = 1048588
@@ -237,3 +243,35 @@ def validate_producer_records(
         offset_of_max_timestamp,
         max_timestamp_batch,
     )
+
+
+def validate_replicated_records(data: bytes | bytearray | memoryview) -> list[BatchHeader]:
+    """Check batches a follower copies from its leader: offsets are already assigned.
+
+    Every whole batch must be magic 2 with a valid CRC, and offsets must increase from
+    batch to batch. A partial batch at the end (a fetch response cut at its size limit)
+    is not an error: it is left out of the result, and the caller writes only the whole
+    batches. No whole batch at all raises.
+    """
+    headers = []
+    next_offset = -1
+    for header in iter_batch_headers(data):
+        if header.magic != MAGIC_V2:
+            raise InvalidMagicError(f"batch has magic {header.magic}", position=header.position)
+        if not is_crc_valid(data, header):
+            raise InvalidCrcError("replicated batch fails its CRC", position=header.position)
+        if header.last_offset_delta < 0 or header.base_offset < next_offset:
+            raise CorruptRecordError(
+                f"offsets go backwards: batch at {header.base_offset} after offset "
+                f"{next_offset - 1}",
+                position=header.position,
+            )
+        next_offset = header.next_offset
+        headers.append(header)
+    if not headers:
+        raise (
+            _tail_error(data, 0, len(data))
+            if len(data)
+            else EmptyRecordsError("no record batch to append")
+        )
+    return headers

@@ -27,6 +27,7 @@ __all__ = [
     "RECOVERY_POINT_CHECKPOINT",
     "REPLICATION_OFFSET_CHECKPOINT",
     "CheckpointError",
+    "fsync_directory",
     "read_offset_checkpoint",
     "read_properties",
     "write_atomically",
@@ -55,11 +56,16 @@ def write_atomically(path: Path, text: str) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)
-    directory = os.open(path.parent, os.O_RDONLY)
+    fsync_directory(path.parent)
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make renames and new files in ``directory`` durable."""
+    handle = os.open(directory, os.O_RDONLY)
     try:
-        os.fsync(directory)
+        os.fsync(handle)
     finally:
-        os.close(directory)
+        os.close(handle)
 
 
 def write_offset_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -> None:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 __all__ = ["LogConfig", "LogConfigError"]
 
 _WEEK_MS = 7 * 24 * 60 * 60 * 1000
+_LONG_MAX = 2**63 - 1
+_INT_MAX = 2**31 - 1
 
 
 class LogConfigError(ValueError):
@@ -32,14 +34,30 @@ class LogConfig:
     cleanup_policy: tuple[str, ...] = ("delete",)
     min_cleanable_dirty_ratio: float = 0.5
     min_compaction_lag_ms: int = 0
-    max_compaction_lag_ms: int = 2**63 - 1
+    max_compaction_lag_ms: int = _LONG_MAX
     delete_retention_ms: int = 24 * 60 * 60 * 1000
     file_delete_delay_ms: int = 60_000
     message_timestamp_type: str = "CreateTime"
+    # Topic configs the storage engine does not act on itself but that a topic carries
+    # (Kafka accepts them on every topic; replication and produce paths read them).
+    compression_type: str = "producer"
+    flush_messages: int = _LONG_MAX
+    flush_ms: int = _LONG_MAX
+    follower_replication_throttled_replicas: str = ""
+    leader_replication_throttled_replicas: str = ""
+    message_downconversion_enable: bool = True
+    message_timestamp_difference_max_ms: int = _LONG_MAX
+    message_timestamp_before_max_ms: int = _LONG_MAX
+    message_timestamp_after_max_ms: int = _LONG_MAX
+    min_insync_replicas: int = 1
+    preallocate: bool = False
+    unclean_leader_election_enable: bool = False
 
     def __post_init__(self) -> None:
-        if self.segment_bytes < 14:
-            raise LogConfigError(f"segment.bytes must be at least 14, got {self.segment_bytes}")
+        if not 14 <= self.segment_bytes <= _INT_MAX:
+            raise LogConfigError(
+                f"segment.bytes must be between 14 and {_INT_MAX}, got {self.segment_bytes}"
+            )
         if self.segment_index_bytes < 12:
             raise LogConfigError(
                 f"segment.index.bytes must be at least 12, got {self.segment_index_bytes}"
@@ -53,6 +71,11 @@ class LogConfig:
             raise LogConfigError("min.cleanable.dirty.ratio must be between 0 and 1")
         if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
             raise LogConfigError("message.timestamp.type must be CreateTime or LogAppendTime")
+        if self.min_insync_replicas < 1:
+            raise LogConfigError("min.insync.replicas must be at least 1")
+        codecs = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+        if self.compression_type not in codecs:
+            raise LogConfigError(f"compression.type must be one of {', '.join(codecs)}")
 
     @property
     def compact(self) -> bool:
@@ -77,6 +100,10 @@ class LogConfig:
 
 def _parse(key: str, kind: str, raw: str):
     text = str(raw).strip()
+    if kind == "bool":
+        if text.lower() not in ("true", "false"):
+            raise LogConfigError(f"{key}: {raw!r} is not true or false")
+        return text.lower() == "true"
     try:
         if kind == "int":
             return int(text)

@@ -17,6 +17,7 @@ is published after the entry is written.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import struct
@@ -77,7 +78,8 @@ class AbstractIndex(Generic[Entry]):
         rounded = max(self._round_down(new_size), self._entries * self._entry_size)
         if rounded == self._length:
             return False
-        self._close_map()
+        # The old map is dropped, not closed: a concurrent lookup may still hold it, and
+        # it is unmapped when the last reference goes.
         os.ftruncate(self._fd, rounded)
         self._length = rounded
         self._map()
@@ -104,6 +106,14 @@ class AbstractIndex(Generic[Entry]):
         self._close_map()
         os.close(self._fd)
         self._fd = -1
+
+    def close_quietly(self) -> None:
+        """Release the map and descriptor without touching the file (after a failure)."""
+        self._mmap = None
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = -1
 
     def delete(self) -> None:
         self._close_map()

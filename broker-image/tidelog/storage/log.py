@@ -27,9 +27,10 @@ from tidelog.records.batch import (
     iter_batch_headers,
     rewrite_base_offset_and_epoch,
 )
-from tidelog.records.validation import validate_producer_records
+from tidelog.records.validation import validate_producer_records, validate_replicated_records
+from tidelog.storage.checkpoints import fsync_directory
 from tidelog.storage.config import LogConfig
-from tidelog.storage.errors import OffsetOutOfRangeError
+from tidelog.storage.errors import OffsetOutOfRangeError, StorageError
 from tidelog.storage.log_append_time import stamp_log_append_time
 from tidelog.storage.log_loader import (
     CLEANED_SUFFIX,
@@ -57,6 +58,16 @@ def parse_topic_partition(directory: Path) -> tuple[str, int]:
     return match[1], int(match[2])
 
 
+class LogEnd(NamedTuple):
+    """The log end offset with the segment and file position where it lies, published
+    as one tuple after every append so a reader bounds its read by bytes that belong to
+    offsets below ``offset``, even while an append is under way."""
+
+    offset: int
+    segment: LogSegment
+    position: int
+
+
 class AppendInfo(NamedTuple):
     first_offset: int
     last_offset: int
@@ -79,6 +90,7 @@ class Log:
         recovery_point: int,
         clock: Callable[[], float],
         scheduler: Scheduler | None,
+        on_io_error: Callable[[Log, OSError], None] | None = None,
     ):
         self.directory = Path(directory)
         self.topic, self.partition = parse_topic_partition(self.directory)
@@ -86,10 +98,21 @@ class Log:
         self._clock = clock
         self._scheduler = scheduler
         self._lock = threading.RLock()
+        self._on_io_error = on_io_error
         self._set_segments(list(segments))
-        self._next_offset = next_offset
+        self._publish_end(next_offset)
         self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
         self.recovery_point = recovery_point
+        if self.log_start_offset > next_offset:
+            # A checkpointed start above what survived recovery: nothing below the start
+            # may be served, so start afresh there (Kafka does the same).
+            logger.warning(
+                "%s: log start offset %d is above the recovered log end %d; starting empty",
+                self.directory.name,
+                self.log_start_offset,
+                next_offset,
+            )
+            self.truncate_fully_and_start_at(self.log_start_offset)
 
     @classmethod
     def open(
@@ -102,6 +125,7 @@ class Log:
         had_clean_shutdown: bool = True,
         clock: Callable[[], float] = time.time,
         scheduler: Scheduler | None = None,
+        on_io_error: Callable[[Log, OSError], None] | None = None,
     ) -> Log:
         """Open (creating if needed) the partition directory and load its segments.
 
@@ -128,6 +152,7 @@ class Log:
             recovery_point=loaded.recovery_point,
             clock=clock,
             scheduler=scheduler,
+            on_io_error=on_io_error,
         )
 
     # -- segment list ------------------------------------------------------------------
@@ -153,8 +178,16 @@ class Log:
         return max(0, bisect.bisect_right(self._view[0], offset) - 1)
 
     @property
+    def _next_offset(self) -> int:
+        return self._end.offset
+
+    def _publish_end(self, offset: int) -> None:
+        active = self.active_segment
+        self._end = LogEnd(offset, active, active.size)
+
+    @property
     def log_end_offset(self) -> int:
-        return self._next_offset
+        return self._end.offset
 
     @property
     def size(self) -> int:
@@ -208,18 +241,18 @@ class Log:
             return self._append([data], list(iter_batch_headers(data)), first_offset, append_time)
 
     def append_as_follower(self, records) -> AppendInfo:
-        """Append batches that already carry their offsets (replication); they must
-        continue at the log end offset."""
-        batches = list(iter_batch_headers(records))
-        if not batches:
-            raise ValueError("no complete batch to append")
+        """Append batches that already carry their offsets (replication): each must be
+        whole, intact (CRC) and above the previous one, the first at or above the log
+        end offset; a partial batch at the end of a fetch response is left out."""
+        batches = validate_replicated_records(records)
+        view = memoryview(records).cast("B")[: batches[-1].position + batches[-1].size]
         with self._lock:
             if batches[0].base_offset < self._next_offset:
                 raise OffsetOutOfRangeError(
                     f"batch at offset {batches[0].base_offset} is below the log end offset "
                     f"{self._next_offset} of {self.directory.name}"
                 )
-            return self._append([records], batches, batches[0].base_offset, -1)
+            return self._append([view], batches, batches[0].base_offset, -1)
 
     def _append(
         self, pieces: Sequence, batches: Sequence[BatchHeader], first_offset: int, append_time: int
@@ -227,9 +260,9 @@ class Log:
         last = batches[-1]
         max_batch = max(batches, key=lambda batch: batch.max_timestamp)
         size = last.position + last.size - batches[0].position
-        segment = self._maybe_roll(size, max_batch.max_timestamp, first_offset, last)
+        segment = self._maybe_roll(size, max_batch.max_timestamp, first_offset, batches)
         segment.append(pieces, batches)
-        self._next_offset = last.next_offset
+        self._publish_end(last.next_offset)
         return AppendInfo(
             first_offset=first_offset,
             last_offset=last.last_offset,
@@ -241,10 +274,10 @@ class Log:
         )
 
     def _maybe_roll(
-        self, size: int, max_timestamp: int, first_offset: int, last: BatchHeader
+        self, size: int, max_timestamp: int, first_offset: int, batches: Sequence[BatchHeader]
     ) -> LogSegment:
         segment = self.active_segment
-        if segment.should_roll(size, max_timestamp, last.last_offset, self.config):
+        if segment.should_roll(size, max_timestamp, batches, self.config):
             return self.roll(first_offset)
         return segment
 
@@ -268,6 +301,7 @@ class Log:
                 rolling_jitter_ms=_jitter(self.config),
             )
             self._set_segments([*self._segments, segment])
+            self._publish_end(self._next_offset)
         self._schedule(lambda: self.flush(new_base))
         return segment
 
@@ -275,7 +309,17 @@ class Log:
         if self._scheduler is None:
             work()
         else:
-            self._scheduler.submit(work)
+            self._scheduler.submit(lambda: self._reporting_io_errors(work))
+
+    def _reporting_io_errors(self, work: Callable[[], object]) -> None:
+        """Background work has no caller to raise to: an I/O error goes to the owner,
+        which takes the directory offline."""
+        try:
+            work()
+        except OSError as error:
+            if self._on_io_error is None:
+                raise
+            self._on_io_error(self, error)
 
     def _retire(self, segments: Sequence[LogSegment]) -> None:
         """Rename removed segments to ``.deleted`` now (so a crash cannot bring them back)
@@ -289,7 +333,10 @@ class Log:
                 segment.delete()
             return
         for segment in segments:
-            self._scheduler.schedule(self.config.file_delete_delay_ms / 1000, segment.delete)
+            self._scheduler.schedule(
+                self.config.file_delete_delay_ms / 1000,
+                lambda segment=segment: self._reporting_io_errors(segment.delete),
+            )
 
     # -- read ------------------------------------------------------------------------------
 
@@ -302,8 +349,9 @@ class Log:
     ) -> FetchSlice | None:
         """Whole batches from the one holding ``offset``, never past ``max_offset`` (the
         high watermark for consumers). None when there is nothing to read yet."""
+        end = self._end
         bases, segments = self._view
-        end_offset = self._next_offset
+        end_offset = end.offset
         if offset < self.log_start_offset or offset > end_offset:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is outside [{self.log_start_offset}, {end_offset}] of "
@@ -313,7 +361,10 @@ class Log:
         if offset >= upper:
             return None
         if upper == end_offset:
-            limit_index, limit_position = len(segments) - 1, None
+            limit_index = bisect.bisect_right(bases, end.segment.base_offset) - 1
+            # A truncation may have replaced the segment since: then its position is moot.
+            same = limit_index >= 0 and segments[limit_index] is end.segment
+            limit_position = end.position if same else None
         else:
             limit_index, limit_position = self._position_of(upper, bases, segments)
         for index in range(max(0, bisect.bisect_right(bases, offset) - 1), len(segments)):
@@ -333,7 +384,12 @@ class Log:
         return index, (None if found is None else found.position)
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
-        """The first record with a timestamp >= ``timestamp`` (ListOffsets by time)."""
+        """The first record with a timestamp >= ``timestamp`` (ListOffsets by time).
+
+        Kafka's special values (-1 latest, -2 earliest, -3 max timestamp) are the
+        caller's to resolve; they are refused here."""
+        if timestamp < 0:
+            raise ValueError(f"not a timestamp: {timestamp}")
         for segment in self._segments:
             if segment.max_timestamp_so_far < timestamp:
                 continue
@@ -347,17 +403,20 @@ class Log:
     def flush(self, offset: int | None = None) -> None:
         """fsync every segment holding offsets below ``offset`` (default: everything) and
         move the recovery point there."""
-        target = self._next_offset if offset is None else offset
-        if target <= self.recovery_point:
-            return
-        bases, segments = self._view
+        with self._lock:
+            target = self._next_offset if offset is None else min(offset, self._next_offset)
+            if target <= self.recovery_point:
+                return
+            bases, segments = self._view
         start = max(0, bisect.bisect_right(bases, self.recovery_point) - 1)
         for segment in segments[start:]:
             if segment.base_offset >= target:
                 break
             segment.flush()
+        fsync_directory(self.directory)  # new segments' names are durable too
         with self._lock:
-            self.recovery_point = max(self.recovery_point, target)
+            if target <= self._next_offset:  # unless a truncation came in between
+                self.recovery_point = max(self.recovery_point, target)
 
     def truncate_to(self, offset: int) -> bool:
         """Remove every offset >= ``offset`` (a follower diverged from its leader)."""
@@ -373,7 +432,7 @@ class Log:
             self._retire(removed)
             keep[-1].truncate_to(offset)
             keep[-1].resize_indexes(self.config.segment_index_bytes)
-            self._next_offset = keep[-1].read_next_offset()
+            self._publish_end(keep[-1].read_next_offset())
             self.recovery_point = min(self.recovery_point, self._next_offset)
             self.log_start_offset = min(self.log_start_offset, self._next_offset)
             return True
@@ -390,7 +449,7 @@ class Log:
                 rolling_jitter_ms=_jitter(self.config),
             )
             self._set_segments([segment])
-            self._next_offset = offset
+            self._publish_end(offset)
             self.log_start_offset = offset
             self.recovery_point = offset
 
@@ -448,15 +507,25 @@ class Log:
         undoes the sequence after a crash at any point."""
         with self._lock:
             current = set(map(id, self._segments))
-            old = sorted((s for s in old_segments if id(s) in current), key=lambda s: s.base_offset)
+            missing = [s for s in old_segments if id(s) not in current]
+            if missing or self.active_segment in old_segments:
+                raise StorageError(
+                    f"cannot replace {missing or [self.active_segment]} of "
+                    f"{self.directory.name}: the log changed under the cleaning"
+                )
+            old = sorted(old_segments, key=lambda s: s.base_offset)
             new = sorted(new_segments, key=lambda s: s.base_offset)
+            for segment in new:
+                segment.flush()  # the data must be durable before the rename commits it
             for segment in reversed(new):
                 segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+            fsync_directory(self.directory)
             replaced = set(map(id, old))
             self._set_segments([s for s in self._segments if id(s) not in replaced] + new)
             self._retire(old)
             for segment in new:
                 segment.change_file_suffixes(SWAP_SUFFIX, "")
+            fsync_directory(self.directory)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 

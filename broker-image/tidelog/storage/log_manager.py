@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
 import threading
 import time
@@ -28,6 +27,7 @@ from tidelog.storage.checkpoints import (
     META_PROPERTIES,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
+    CheckpointError,
     read_offset_checkpoint,
     read_properties,
     write_offset_checkpoint,
@@ -39,7 +39,12 @@ from tidelog.storage.errors import KafkaStorageError, LogDirNotFoundError, Stora
 from tidelog.storage.log import Log, parse_topic_partition
 from tidelog.storage.scheduler import Scheduler
 
-__all__ = ["CLEAN_SHUTDOWN_MARKER", "InconsistentBrokerIdError", "LogManager"]
+__all__ = [
+    "CLEAN_SHUTDOWN_MARKER",
+    "InconsistentBrokerIdError",
+    "InconsistentClusterIdError",
+    "LogManager",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +56,10 @@ T = TypeVar("T")
 
 class InconsistentBrokerIdError(StorageError):
     """A log directory's meta.properties names another broker."""
+
+
+class InconsistentClusterIdError(StorageError):
+    """A log directory's meta.properties names another cluster."""
 
 
 class LogManager:
@@ -84,6 +93,8 @@ class LogManager:
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
         self.offline_dirs: dict[Path, str] = {}
+        # Partitions whose directory failed: never silently recreated elsewhere.
+        self.offline_partitions: set[TopicPartition] = set()
         self.draining_dirs: set[Path] = set()
 
     # -- startup and shutdown -------------------------------------------------------------
@@ -95,7 +106,7 @@ class LogManager:
                 self._prepare_dir(directory)
                 self._load_dir(directory)
             except (OSError, StorageError) as error:
-                if isinstance(error, InconsistentBrokerIdError):
+                if isinstance(error, InconsistentBrokerIdError | InconsistentClusterIdError):
                     raise
                 self._mark_offline(directory, f"failed to load: {error}")
         if not self.online_dirs:
@@ -104,25 +115,31 @@ class LogManager:
 
     def _prepare_dir(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        if not os.access(directory, os.R_OK | os.W_OK | os.X_OK):
-            raise KafkaStorageError(f"{directory} is not readable and writable")
+        probe = directory / ".tidelog-write-probe"  # access() says yes to root regardless
+        probe.write_bytes(b"ok")
+        probe.unlink()
         meta = directory / META_PROPERTIES
-        if meta.exists():
-            found = read_properties(meta).get("broker.id")
-            if found is not None and int(found) != self.broker_id:
-                raise InconsistentBrokerIdError(
-                    f"{meta} belongs to broker {found}, not broker {self.broker_id}"
-                )
+        existing = read_properties(meta) if meta.exists() else {}
+        found = existing.get("broker.id")
+        if found is not None and found != str(self.broker_id):
+            raise InconsistentBrokerIdError(
+                f"{meta} belongs to broker {found}, not broker {self.broker_id}"
+            )
+        cluster = existing.get("cluster.id")
+        if cluster and self.cluster_id and cluster != self.cluster_id:
+            raise InconsistentClusterIdError(
+                f"{meta} belongs to cluster {cluster}, not cluster {self.cluster_id}"
+            )
         properties = {"version": "0", "broker.id": str(self.broker_id)}
-        if self.cluster_id:
-            properties["cluster.id"] = self.cluster_id
+        if self.cluster_id or cluster:
+            properties["cluster.id"] = self.cluster_id or cluster
         write_properties(meta, properties)
 
     def _load_dir(self, directory: Path) -> None:
         marker = directory / CLEAN_SHUTDOWN_MARKER
         clean = marker.exists()
-        recovery_points = read_offset_checkpoint(directory / RECOVERY_POINT_CHECKPOINT)
-        start_offsets = read_offset_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT)
+        recovery_points = _read_checkpoint_or_empty(directory / RECOVERY_POINT_CHECKPOINT)
+        start_offsets = _read_checkpoint_or_empty(directory / LOG_START_OFFSET_CHECKPOINT)
         if not clean:
             logger.warning("%s was not shut down cleanly: recovering its logs", directory)
         for partition_dir in sorted(p for p in directory.iterdir() if p.is_dir()):
@@ -143,6 +160,7 @@ class LogManager:
                 had_clean_shutdown=clean,
                 clock=self._clock,
                 scheduler=self.scheduler,
+                on_io_error=self._log_io_error,
             )
         # The marker only vouches for the shutdown that wrote it.
         marker.unlink(missing_ok=True)
@@ -194,6 +212,7 @@ class LogManager:
             for topic_partition, log in list(self._logs.items()):
                 if log.directory.parent == directory:
                     del self._logs[topic_partition]
+                    self.offline_partitions.add(topic_partition)
                     with contextlib.suppress(OSError):  # the disk is gone already
                         log.close()
         if self._on_dir_failure is not None:
@@ -246,6 +265,8 @@ class LogManager:
             existing = self._logs.get((topic, partition))
             if existing is not None:
                 return existing
+            if (topic, partition) in self.offline_partitions:
+                raise KafkaStorageError(f"{topic}-{partition} is offline: its log directory failed")
             parent = self.choose_dir() if directory is None else self._known_dir(directory)
             if parent in self.offline_dirs:
                 raise KafkaStorageError(f"{parent} is offline")
@@ -255,6 +276,7 @@ class LogManager:
                     self.config_for(topic),
                     clock=self._clock,
                     scheduler=self.scheduler,
+                    on_io_error=self._log_io_error,
                 )
             except OSError as error:
                 self._mark_offline(parent, f"creating {topic}-{partition} failed: {error}")
@@ -338,6 +360,9 @@ class LogManager:
                 {tp: hw for tp, hw in high_watermarks.items() if tp in logs},
             )
 
+    def _log_io_error(self, log: Log, error: OSError) -> None:
+        self._mark_offline(log.directory.parent, f"I/O error on {log.directory.name}: {error}")
+
     def guarded(self, log: Log, work: Callable[[], T]) -> T:
         """Run I/O on ``log``. An OSError (failed disk, full disk) takes the log's whole
         directory offline and surfaces as KafkaStorageError (KAFKA_STORAGE_ERROR)."""
@@ -347,3 +372,13 @@ class LogManager:
             reason = f"I/O error on {log.directory.name}: {error}"
             self._mark_offline(log.directory.parent, reason)
             raise KafkaStorageError(reason) from error
+
+
+def _read_checkpoint_or_empty(path: Path) -> dict[TopicPartition, int]:
+    """A checkpoint that cannot be parsed is treated as absent (so every log of the
+    directory is recovered from its start), like Kafka; it never stops the broker."""
+    try:
+        return read_offset_checkpoint(path)
+    except CheckpointError as error:
+        logger.warning("%s; recovering every log of %s from scratch", error, path.parent)
+        return {}

@@ -126,7 +126,11 @@ class LogSegment:
             if batch.max_timestamp > self.max_timestamp_so_far:
                 self.max_timestamp_so_far = batch.max_timestamp
                 self.offset_of_max_timestamp_so_far = batch.last_offset
-            if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            if self.bytes_since_last_index_entry > self.index_interval_bytes and not (
+                # The log bytes are written already: a full index only costs density here
+                # (lookups scan a little further), never the append. Rolling keeps this rare.
+                self.offset_index.is_full or self.time_index.is_full
+            ):
                 self.offset_index.append(batch.last_offset, physical + batch.position)
                 self.time_index.maybe_append(
                     self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far
@@ -139,18 +143,27 @@ class LogSegment:
         return 0 <= last_offset - self.base_offset <= MAX_RELATIVE_OFFSET
 
     def should_roll(
-        self, messages_size: int, max_timestamp: int, last_offset: int, config: LogConfig
+        self,
+        messages_size: int,
+        max_timestamp: int,
+        batches: Sequence[BatchHeader],
+        config: LogConfig,
     ) -> bool:
-        """Kafka's roll rules: size, age (segment.ms with jitter), full index, offset span."""
-        if self.size == 0:
-            return False
+        """Kafka's roll rules: size, age (segment.ms with jitter, only once the segment
+        holds data), no room in an index for this append's entries, or an offset beyond
+        the int32 span of relative offsets."""
         if self.size > config.segment_bytes - messages_size:
             return True
-        if self._time_waited_for_roll(max_timestamp) > config.segment_ms - self.rolling_jitter_ms:
+        if self.size > 0 and (
+            self._time_waited_for_roll(max_timestamp) > config.segment_ms - self.rolling_jitter_ms
+        ):
             return True
-        return (
-            self.offset_index.is_full or self.time_index.is_full or not self.can_hold(last_offset)
-        )
+        entries = len(batches)  # at most one index entry per batch
+        if self.offset_index.entries + entries > self.offset_index.max_entries:
+            return True
+        if self.time_index.entries + entries > self.time_index.max_entries - 1:
+            return True
+        return not self.can_hold(batches[-1].last_offset)
 
     def _time_waited_for_roll(self, max_timestamp_in_messages: int) -> int:
         if self._rolling_based_timestamp is None:
@@ -291,7 +304,9 @@ class LogSegment:
         valid_bytes = 0
         next_offset = self.base_offset
         for header, data in self.log.batches():
-            problem = _batch_problem(header, data, next_offset)
+            problem = _batch_problem(header, data, next_offset) or (
+                None if self.can_hold(header.last_offset) else "offset beyond this segment's span"
+            )
             if problem:
                 log.warning(
                     "%s: %s at position %d (offset %d); truncating",
@@ -345,13 +360,17 @@ class LogSegment:
     def close(self) -> None:
         # Like a roll, a close records the final maximum timestamp (Kafka does the same,
         # so a reopened segment knows its largest timestamp from the index alone).
-        if self.max_timestamp_so_far >= 0:
-            self.time_index.maybe_append(
-                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, True
-            )
-        self.offset_index.close()
-        self.time_index.close()
-        self.log.close()
+        try:
+            if self.max_timestamp_so_far >= 0:
+                self.time_index.maybe_append(
+                    self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, True
+                )
+            self.offset_index.close()
+            self.time_index.close()
+        finally:  # a failed disk must not leak the other descriptors
+            self.offset_index.close_quietly()
+            self.time_index.close_quietly()
+            self.log.close()
 
     def delete(self) -> None:
         self.offset_index.delete()
