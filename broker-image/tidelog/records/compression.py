@@ -89,18 +89,23 @@ def _gzip_compress(data) -> bytes:
     return compressor.compress(data) + compressor.flush()
 
 
-def _gzip_decompress(data) -> bytes:
-    # Concatenated gzip members are legal; read them all.
+def _decompress_members(new_decompressor, data, truncated: str) -> bytes:
+    """Decompress back-to-back members (gzip) or frames (zstd): a decompressor object
+    stops at the end of one, so go on with what is left until nothing is."""
     out = []
-    remaining = bytes(data)
+    remaining = data
     while True:
-        decompressor = zlib.decompressobj(31)
+        decompressor = new_decompressor()
         out.append(decompressor.decompress(remaining))
         if not decompressor.eof:
-            raise DecompressionError("truncated gzip data")
+            raise DecompressionError(truncated)
         remaining = decompressor.unused_data
         if not remaining:
             return b"".join(out)
+
+
+def _gzip_decompress(data) -> bytes:
+    return _decompress_members(lambda: zlib.decompressobj(31), bytes(data), "truncated gzip data")
 
 
 # --- snappy ----------------------------------------------------------------------------
@@ -165,18 +170,8 @@ def _zstd_compress(data) -> bytes:
 
 
 def _zstd_decompress(data) -> bytes:
-    # A streaming decompressor needs no content size in the frame header. It stops at
-    # the end of a frame, so go on with what is left when a writer emitted several.
-    out = []
-    remaining = data
-    while True:
-        decompressor = _ZSTD_DECOMPRESSOR.decompressobj()
-        out.append(decompressor.decompress(remaining))
-        if not decompressor.eof:
-            raise DecompressionError("truncated zstd frame")
-        remaining = decompressor.unused_data
-        if not remaining:
-            return b"".join(out)
+    # A streaming decompressor needs no content size in the frame header.
+    return _decompress_members(_ZSTD_DECOMPRESSOR.decompressobj, data, "truncated zstd frame")
 
 
 # --- dispatch --------------------------------------------------------------------------
