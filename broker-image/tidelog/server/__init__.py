@@ -1,0 +1,1 @@
+"""The broker process: configuration, network layer, request handling."""

@@ -1,0 +1,407 @@
+"""Broker configuration: ``server.properties`` keys with Kafka's names, types and defaults.
+
+One table (``BROKER_CONFIGS``) says, for every key, its type, default, whether it is
+sensitive, and how it may change at run time (seed 003, 动态配置): ``read-only`` keys
+need a restart, ``per-broker`` and ``cluster-wide`` keys may be set dynamically in
+ZooKeeper (``/config/brokers/<id>`` and ``/config/brokers/<default>``). The value in
+force follows Kafka's precedence: per-broker > cluster-wide > static (the file and
+``--override``) > default. DescribeConfigs reports each value with its source.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from tidelog.storage.config import LogConfig, LogConfigError
+
+__all__ = [
+    "BROKER_CONFIGS",
+    "BrokerConfig",
+    "ConfigError",
+    "ConfigKey",
+    "ConfigSource",
+    "Scope",
+    "parse_properties",
+    "read_properties_file",
+]
+
+_HOUR_MS = 60 * 60 * 1000
+_LONG_MAX = 2**63 - 1
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; one clear line for the operator."""
+
+    error_code = 40  # INVALID_CONFIG
+
+
+class Scope(enum.Enum):
+    READ_ONLY = "read-only"
+    PER_BROKER = "per-broker"
+    CLUSTER_WIDE = "cluster-wide"
+
+
+class ConfigSource(enum.IntEnum):
+    """DescribeConfigs' config source codes."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    type: str  # int, long, double, boolean, string, list, password
+    default: object
+    scope: Scope = Scope.READ_ONLY
+    doc: str = ""
+
+    @property
+    def sensitive(self) -> bool:
+        return self.type == "password"
+
+    def parse(self, raw: object) -> object:
+        if raw is None:
+            return None
+        if not isinstance(raw, str):
+            return raw
+        text = raw.strip()
+        try:
+            if self.type in ("int", "long"):
+                return int(text)
+            if self.type == "double":
+                return float(text)
+        except ValueError:
+            raise ConfigError(f"{self.name}: {raw!r} is not a valid {self.type}") from None
+        if self.type == "boolean":
+            if text.lower() not in ("true", "false"):
+                raise ConfigError(f"{self.name}: {raw!r} is not true or false")
+            return text.lower() == "true"
+        if self.type == "list":
+            return [part.strip() for part in text.split(",") if part.strip()]
+        return text
+
+
+def _keys(*keys: ConfigKey) -> dict[str, ConfigKey]:
+    return {key.name: key for key in keys}
+
+
+_P, _C = Scope.PER_BROKER, Scope.CLUSTER_WIDE
+
+BROKER_CONFIGS: dict[str, ConfigKey] = _keys(
+    ConfigKey("broker.id", "int", -1, doc="The broker's id; -1 lets ZooKeeper assign one."),
+    ConfigKey("broker.rack", "string", None, doc="Rack of the broker, for rack-aware placement."),
+    ConfigKey("listeners", "list", ["PLAINTEXT://:9092"]),
+    ConfigKey("advertised.listeners", "list", None, _P),
+    ConfigKey(
+        "listener.security.protocol.map",
+        "string",
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        _P,
+    ),
+    ConfigKey("inter.broker.listener.name", "string", None),
+    ConfigKey("zookeeper.connect", "string", None, doc="host:port[,host:port][/chroot]"),
+    ConfigKey("zookeeper.session.timeout.ms", "int", 18000),
+    ConfigKey("zookeeper.connection.timeout.ms", "int", None),
+    ConfigKey("log.dirs", "list", None, doc="One directory per disk (JBOD)."),
+    ConfigKey("log.dir", "string", "/tmp/kafka-logs"),
+    ConfigKey("num.partitions", "int", 1),
+    ConfigKey("default.replication.factor", "int", 1),
+    ConfigKey("auto.create.topics.enable", "boolean", True),
+    ConfigKey("delete.topic.enable", "boolean", True),
+    ConfigKey("message.max.bytes", "int", 1048588, _C),
+    ConfigKey("socket.request.max.bytes", "int", 104857600),
+    ConfigKey("socket.send.buffer.bytes", "int", 102400),
+    ConfigKey("socket.receive.buffer.bytes", "int", 102400),
+    ConfigKey("connections.max.idle.ms", "long", 600000),
+    ConfigKey("num.network.threads", "int", 3, _C),
+    ConfigKey("num.io.threads", "int", 8, _C),
+    ConfigKey("num.recovery.threads.per.data.dir", "int", 1, _C),
+    ConfigKey("queued.max.requests", "int", 500),
+    ConfigKey("request.timeout.ms", "int", 30000),
+    ConfigKey("fetch.max.bytes", "int", 57671680),
+    ConfigKey("log.segment.bytes", "int", 1024 * 1024 * 1024, _C),
+    ConfigKey("log.roll.ms", "long", None, _C),
+    ConfigKey("log.roll.hours", "int", 168),
+    ConfigKey("log.roll.jitter.ms", "long", None, _C),
+    ConfigKey("log.roll.jitter.hours", "int", 0),
+    ConfigKey("log.index.size.max.bytes", "int", 10 * 1024 * 1024, _C),
+    ConfigKey("log.index.interval.bytes", "int", 4096, _C),
+    ConfigKey("log.retention.ms", "long", None, _C),
+    ConfigKey("log.retention.minutes", "int", None),
+    ConfigKey("log.retention.hours", "int", 168),
+    ConfigKey("log.retention.bytes", "long", -1, _C),
+    ConfigKey("log.retention.check.interval.ms", "long", 300000),
+    ConfigKey("log.cleanup.policy", "list", ["delete"], _C),
+    ConfigKey("log.segment.delete.delay.ms", "long", 60000, _C),
+    ConfigKey("log.flush.interval.messages", "long", _LONG_MAX, _C),
+    ConfigKey("log.flush.interval.ms", "long", None, _C),
+    ConfigKey("log.flush.scheduler.interval.ms", "long", _LONG_MAX),
+    ConfigKey("log.flush.offset.checkpoint.interval.ms", "int", 60000),
+    ConfigKey("log.flush.start.offset.checkpoint.interval.ms", "int", 60000),
+    ConfigKey("log.preallocate", "boolean", False, _C),
+    ConfigKey("log.message.timestamp.type", "string", "CreateTime", _C),
+    ConfigKey("log.message.timestamp.difference.max.ms", "long", _LONG_MAX, _C),
+    ConfigKey("log.message.downconversion.enable", "boolean", True, _C),
+    ConfigKey("log.cleaner.enable", "boolean", True),
+    ConfigKey("log.cleaner.threads", "int", 1, _C),
+    ConfigKey("log.cleaner.dedupe.buffer.size", "long", 128 * 1024 * 1024, _C),
+    ConfigKey("log.cleaner.io.buffer.size", "int", 512 * 1024, _C),
+    ConfigKey("log.cleaner.io.buffer.load.factor", "double", 0.9, _C),
+    ConfigKey("log.cleaner.backoff.ms", "long", 15000, _C),
+    ConfigKey("log.cleaner.min.cleanable.ratio", "double", 0.5, _C),
+    ConfigKey("log.cleaner.min.compaction.lag.ms", "long", 0, _C),
+    ConfigKey("log.cleaner.max.compaction.lag.ms", "long", _LONG_MAX, _C),
+    ConfigKey("log.cleaner.delete.retention.ms", "long", 24 * _HOUR_MS, _C),
+    ConfigKey("compression.type", "string", "producer", _C),
+    ConfigKey("min.insync.replicas", "int", 1, _C),
+    ConfigKey("unclean.leader.election.enable", "boolean", False, _C),
+    ConfigKey("offsets.topic.num.partitions", "int", 50),
+    ConfigKey("offsets.topic.replication.factor", "int", 3),
+    ConfigKey("offsets.topic.segment.bytes", "int", 100 * 1024 * 1024),
+    ConfigKey("offsets.retention.minutes", "int", 7 * 24 * 60),
+    ConfigKey("offsets.commit.timeout.ms", "int", 5000),
+    ConfigKey("group.initial.rebalance.delay.ms", "int", 3000),
+    ConfigKey("group.min.session.timeout.ms", "int", 6000),
+    ConfigKey("group.max.session.timeout.ms", "int", 1800000),
+    ConfigKey("transaction.state.log.num.partitions", "int", 50),
+    ConfigKey("transaction.state.log.replication.factor", "int", 3),
+    ConfigKey("transaction.state.log.min.isr", "int", 2),
+    ConfigKey("producer.id.expiration.ms", "int", 86400000, _C),
+    ConfigKey("controlled.shutdown.enable", "boolean", True),
+    ConfigKey("controlled.shutdown.max.retries", "int", 3),
+    ConfigKey("controlled.shutdown.retry.backoff.ms", "long", 5000),
+    ConfigKey("replica.lag.time.max.ms", "long", 30000),
+    ConfigKey("num.replica.fetchers", "int", 1, _C),
+    ConfigKey("replica.fetch.max.bytes", "int", 1048576),
+    ConfigKey("replica.fetch.wait.max.ms", "int", 500),
+    ConfigKey("replica.fetch.min.bytes", "int", 1),
+    ConfigKey("replica.socket.timeout.ms", "int", 30000),
+    ConfigKey("replica.high.watermark.checkpoint.interval.ms", "long", 5000),
+    ConfigKey("auto.leader.rebalance.enable", "boolean", True),
+    ConfigKey("leader.imbalance.check.interval.seconds", "long", 300),
+    ConfigKey("leader.imbalance.per.broker.percentage", "int", 10),
+    ConfigKey("leader.replication.throttled.rate", "long", _LONG_MAX, _P),
+    ConfigKey("follower.replication.throttled.rate", "long", _LONG_MAX, _P),
+    ConfigKey("ssl.keystore.password", "password", None, _P),
+    ConfigKey("ssl.key.password", "password", None, _P),
+    ConfigKey("ssl.truststore.password", "password", None, _P),
+)
+
+# Broker-wide log.* keys → the topic config each one is the default of (Kafka's mapping).
+_LOG_CONFIG_SOURCES = {
+    "segment_bytes": "log.segment.bytes",
+    "segment_index_bytes": "log.index.size.max.bytes",
+    "index_interval_bytes": "log.index.interval.bytes",
+    "max_message_bytes": "message.max.bytes",
+    "retention_bytes": "log.retention.bytes",
+    "cleanup_policy": "log.cleanup.policy",
+    "min_cleanable_dirty_ratio": "log.cleaner.min.cleanable.ratio",
+    "min_compaction_lag_ms": "log.cleaner.min.compaction.lag.ms",
+    "max_compaction_lag_ms": "log.cleaner.max.compaction.lag.ms",
+    "delete_retention_ms": "log.cleaner.delete.retention.ms",
+    "file_delete_delay_ms": "log.segment.delete.delay.ms",
+    "message_timestamp_type": "log.message.timestamp.type",
+    "message_timestamp_difference_max_ms": "log.message.timestamp.difference.max.ms",
+    "message_downconversion_enable": "log.message.downconversion.enable",
+    "compression_type": "compression.type",
+    "min_insync_replicas": "min.insync.replicas",
+    "unclean_leader_election_enable": "unclean.leader.election.enable",
+    "flush_messages": "log.flush.interval.messages",
+    "preallocate": "log.preallocate",
+}
+
+_CONTINUATION = re.compile(r"(?<!\\)(\\\\)*\\$")
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java ``.properties`` syntax: ``key=value`` or ``key: value``, ``#``/``!``
+    comments, backslash line continuations."""
+    properties: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.strip() if not logical else raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if _CONTINUATION.search(line):
+            logical += line[:-1]
+            continue
+        logical += line
+        match = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", logical)
+        if match:
+            properties[match[1]] = match[2]
+        elif logical:
+            properties[logical] = ""
+        logical = ""
+    return properties
+
+
+def read_properties_file(path: Path | str) -> dict[str, str]:
+    try:
+        return parse_properties(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ConfigError(f"cannot read {path}: {error.strerror}") from None
+
+
+class BrokerConfig:
+    """Static settings (file + overrides) layered with dynamic ones from ZooKeeper."""
+
+    def __init__(
+        self,
+        static: Mapping[str, str],
+        *,
+        cluster_dynamic: Mapping[str, str] | None = None,
+        broker_dynamic: Mapping[str, str] | None = None,
+    ):
+        self.unknown = sorted(set(static) - set(BROKER_CONFIGS))
+        self._static = {
+            k: BROKER_CONFIGS[k].parse(v) for k, v in static.items() if k in BROKER_CONFIGS
+        }
+        self._cluster = self._dynamic(cluster_dynamic or {})
+        self._broker = self._dynamic(broker_dynamic or {})
+        self._validate()
+
+    @staticmethod
+    def _dynamic(values: Mapping[str, str]) -> dict[str, object]:
+        parsed = {}
+        for key, raw in values.items():
+            definition = BROKER_CONFIGS.get(key)
+            if definition is None or definition.scope is Scope.READ_ONLY:
+                continue  # ignored like Kafka ignores stale dynamic entries
+            parsed[key] = definition.parse(raw)
+        return parsed
+
+    @classmethod
+    def load(cls, path: Path | str, overrides: Iterable[str] = ()) -> BrokerConfig:
+        static = read_properties_file(path)
+        for item in overrides:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"--override expects key=value, got {item!r}")
+            static[key.strip()] = value.strip()
+        return cls(static)
+
+    def with_dynamic(self, cluster: Mapping[str, str], broker: Mapping[str, str]) -> BrokerConfig:
+        config = BrokerConfig.__new__(BrokerConfig)
+        config.unknown = self.unknown
+        config._static = self._static
+        config._cluster = self._dynamic(cluster)
+        config._broker = self._dynamic(broker)
+        config._validate()
+        return config
+
+    # -- lookup ----------------------------------------------------------------------
+
+    def source_of(self, key: str) -> ConfigSource:
+        if key in self._broker:
+            return ConfigSource.DYNAMIC_BROKER_CONFIG
+        if key in self._cluster:
+            return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        if key in self._static:
+            return ConfigSource.STATIC_BROKER_CONFIG
+        return ConfigSource.DEFAULT_CONFIG
+
+    def layers(self, key: str) -> list[tuple[ConfigSource, object]]:
+        """Every value set for ``key``, highest precedence first (DescribeConfigs
+        synonyms), ending with the default."""
+        found = []
+        for source, layer in (
+            (ConfigSource.DYNAMIC_BROKER_CONFIG, self._broker),
+            (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, self._cluster),
+            (ConfigSource.STATIC_BROKER_CONFIG, self._static),
+        ):
+            if key in layer:
+                found.append((source, layer[key]))
+        found.append((ConfigSource.DEFAULT_CONFIG, BROKER_CONFIGS[key].default))
+        return found
+
+    def __getitem__(self, key: str):
+        return self.layers(key)[0][1]
+
+    def get(self, key: str, default=None):
+        return self[key] if key in BROKER_CONFIGS else default
+
+    # -- derived values ------------------------------------------------------------------
+
+    @property
+    def broker_id(self) -> int:
+        return self["broker.id"]
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        dirs = self["log.dirs"] or [self["log.dir"]]
+        return [Path(d) for d in dirs]
+
+    @property
+    def listeners(self) -> list[tuple[str, str, int]]:
+        return [_parse_listener(item) for item in self["listeners"]]
+
+    @property
+    def advertised_listeners(self) -> list[tuple[str, str, int]]:
+        advertised = self["advertised.listeners"]
+        return [_parse_listener(item) for item in advertised] if advertised else self.listeners
+
+    def _first_set_ms(self, *candidates: tuple[str, int]) -> int:
+        for key, factor in candidates:
+            value = self[key]
+            if value is not None:
+                return int(value) * factor
+        raise AssertionError("the last candidate has a default")
+
+    @property
+    def log_retention_ms(self) -> int:
+        return self._first_set_ms(
+            ("log.retention.ms", 1),
+            ("log.retention.minutes", 60_000),
+            ("log.retention.hours", _HOUR_MS),
+        )
+
+    @property
+    def log_roll_ms(self) -> int:
+        return self._first_set_ms(("log.roll.ms", 1), ("log.roll.hours", _HOUR_MS))
+
+    @property
+    def log_roll_jitter_ms(self) -> int:
+        return self._first_set_ms(("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", _HOUR_MS))
+
+    def log_config(self) -> LogConfig:
+        """The topic-config defaults that the broker's log.* keys set."""
+        values = {field: self[key] for field, key in _LOG_CONFIG_SOURCES.items()}
+        values["cleanup_policy"] = tuple(values["cleanup_policy"])
+        values["retention_ms"] = self.log_retention_ms
+        values["segment_ms"] = self.log_roll_ms
+        values["segment_jitter_ms"] = self.log_roll_jitter_ms
+        flush_ms = self["log.flush.interval.ms"]
+        values["flush_ms"] = flush_ms if flush_ms is not None else _LONG_MAX
+        try:
+            return LogConfig(**values)
+        except LogConfigError as error:
+            raise ConfigError(str(error)) from None
+
+    def _validate(self) -> None:
+        if self["zookeeper.connect"] is None:
+            raise ConfigError("zookeeper.connect is required")
+        if not self["listeners"]:
+            raise ConfigError("listeners must name at least one listener")
+        for item in self["listeners"]:
+            _parse_listener(item)
+        if self["message.max.bytes"] > self["socket.request.max.bytes"]:
+            raise ConfigError("message.max.bytes cannot exceed socket.request.max.bytes")
+        self.log_config()
+
+
+def _parse_listener(item: str) -> tuple[str, str, int]:
+    """``NAME://host:port`` → (name, host, port); an empty host means all interfaces."""
+    match = re.fullmatch(r"([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:]*):(\d+)", item.strip())
+    if not match:
+        raise ConfigError(f"listener {item!r} is not NAME://host:port")
+    host = match[2].strip("[]")
+    return match[1].upper(), host, int(match[3])

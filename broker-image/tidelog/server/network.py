@@ -1,0 +1,161 @@
+"""The asyncio network layer: Kafka's length-prefixed frames over TCP.
+
+Each connection is served by one coroutine that reads a frame, hands it to the request
+handler, and writes the response before it handles the next frame, so responses leave
+in request order. Clients may pipeline: later requests wait, already read, in the
+stream's buffer (Kafka likewise mutes a connection while one of its requests is in
+flight). The handler returns the response as parts: bytes are written as they are, a
+``FileSlice`` is sent from its segment file with ``sendfile`` (zero copy) where the
+transport allows. A frame above ``socket.request.max.bytes``, a handler failure or an
+idle period of ``connections.max.idle.ms`` closes that one connection, with a log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import socket
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from tidelog.storage.file_records import FileSlice
+
+__all__ = ["ConnectionContext", "ResponsePart", "SocketServer"]
+
+logger = logging.getLogger(__name__)
+
+ResponsePart = bytes | bytearray | memoryview | FileSlice
+Handler = Callable[[bytes, "ConnectionContext"], Awaitable[Sequence[ResponsePart] | None]]
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class ConnectionContext:
+    """What a request handler may know about the connection a request came on."""
+
+    listener: str
+    peer_host: str
+    peer_port: int
+    connection_id: int = field(default_factory=lambda: next(_ids))
+
+
+class SocketServer:
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        max_request_bytes: int,
+        idle_timeout_ms: int,
+        send_buffer_bytes: int = -1,
+        receive_buffer_bytes: int = -1,
+    ):
+        self._handler = handler
+        self._max_request_bytes = max_request_bytes
+        self._idle_timeout = idle_timeout_ms / 1000 if idle_timeout_ms >= 0 else None
+        self._send_buffer = send_buffer_bytes
+        self._receive_buffer = receive_buffer_bytes
+        self._servers: list[asyncio.AbstractServer] = []
+        self._connections: set[asyncio.Task] = set()
+
+    async def listen(self, name: str, host: str, port: int) -> int:
+        """Start accepting on ``host:port`` (an empty host means every interface);
+        returns the bound port (useful with port 0)."""
+        server = await asyncio.start_server(
+            lambda r, w: self._accept(name, r, w), host or None, port, reuse_address=True
+        )
+        self._servers.append(server)
+        return server.sockets[0].getsockname()[1]
+
+    async def _accept(
+        self, name: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._send_buffer > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._send_buffer)
+            if self._receive_buffer > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._receive_buffer)
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        context = ConnectionContext(name, peer[0], peer[1])
+        task = asyncio.current_task()
+        self._connections.add(task)
+        await self._serve(reader, writer, context, task)
+
+    async def _serve(self, reader, writer, context: ConnectionContext, task) -> None:
+        try:
+            while True:
+                frame = await self._read_frame(reader, context)
+                if frame is None:
+                    return
+                parts = await self._handler(frame, context)
+                if parts:
+                    await self._write(writer, parts)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass  # the client went away
+        except TimeoutError:
+            logger.info(
+                "closing connection %s from %s:%d: idle for more than %.0f s",
+                context.connection_id,
+                context.peer_host,
+                context.peer_port,
+                self._idle_timeout,
+            )
+        except Exception:
+            logger.exception(
+                "closing connection %s from %s:%d after an error",
+                context.connection_id,
+                context.peer_host,
+                context.peer_port,
+            )
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    async def _read_frame(self, reader: asyncio.StreamReader, context) -> bytes | None:
+        try:
+            prefix = await asyncio.wait_for(reader.readexactly(4), self._idle_timeout)
+        except asyncio.IncompleteReadError as error:
+            if error.partial:
+                raise
+            return None  # a clean close between requests
+        size = int.from_bytes(prefix, "big", signed=True)
+        if size < 0 or size > self._max_request_bytes:
+            logger.warning(
+                "closing connection %s from %s:%d: frame of %d bytes is outside "
+                "[0, socket.request.max.bytes=%d]",
+                context.connection_id,
+                context.peer_host,
+                context.peer_port,
+                size,
+                self._max_request_bytes,
+            )
+            return None
+        return await reader.readexactly(size)
+
+    @staticmethod
+    async def _write(writer: asyncio.StreamWriter, parts: Sequence[ResponsePart]) -> None:
+        loop = asyncio.get_running_loop()
+        for part in parts:
+            if isinstance(part, FileSlice):
+                if part.size == 0:
+                    continue
+                await writer.drain()
+                # A private file object: sendfile's fallback path seeks it.
+                with os.fdopen(os.dup(part.fileno()), "rb", buffering=0) as file:
+                    await loop.sendfile(writer.transport, file, part.position, part.size)
+            else:
+                writer.write(part)
+        await writer.drain()
+
+    async def close(self) -> None:
+        for server in self._servers:
+            server.close()
+        for task in list(self._connections):
+            task.cancel()
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers.clear()

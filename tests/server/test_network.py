@@ -1,0 +1,150 @@
+import asyncio
+import logging
+import random
+import struct
+
+import pytest
+
+from tidelog.records import build_batch
+from tidelog.server.network import SocketServer
+from tidelog.storage.log import Log
+
+
+def frame(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+async def read_frame(reader) -> bytes:
+    (size,) = struct.unpack(">i", await reader.readexactly(4))
+    return await reader.readexactly(size)
+
+
+async def started(handler, **kwargs):
+    server = SocketServer(
+        handler,
+        max_request_bytes=kwargs.pop("max_request_bytes", 1 << 20),
+        idle_timeout_ms=kwargs.pop("idle_timeout_ms", 60_000),
+    )
+    port = await server.listen("PLAINTEXT", "127.0.0.1", 0)
+    return server, port
+
+
+def test_pipelined_requests_are_answered_in_order():
+    async def handler(payload, context):
+        await asyncio.sleep(random.random() / 200)  # finish times vary
+        return [frame(b"re:" + payload)]
+
+    async def main():
+        server, port = await started(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        requests = [f"request-{i}".encode() for i in range(50)]
+        writer.write(b"".join(frame(r) for r in requests))  # all at once
+        answers = [await read_frame(reader) for _ in requests]
+        writer.close()
+        await server.close()
+        return requests, answers
+
+    requests, answers = asyncio.run(main())
+    assert answers == [b"re:" + r for r in requests]
+
+
+def test_no_response_parts_means_no_response():
+    async def handler(payload, context):
+        return None if payload == b"silent" else [frame(payload)]
+
+    async def main():
+        server, port = await started(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(b"silent") + frame(b"loud"))
+        answer = await read_frame(reader)
+        writer.close()
+        await server.close()
+        return answer
+
+    assert asyncio.run(main()) == b"loud"
+
+
+def test_oversized_frame_closes_only_that_connection(caplog):
+    async def handler(payload, context):
+        return [frame(payload)]
+
+    async def main():
+        server, port = await started(handler, max_request_bytes=100)
+        bad_reader, bad_writer = await asyncio.open_connection("127.0.0.1", port)
+        good_reader, good_writer = await asyncio.open_connection("127.0.0.1", port)
+        bad_writer.write(struct.pack(">i", 101) + b"x" * 101)
+        closed = await bad_reader.read(10)
+        good_writer.write(frame(b"still here"))
+        answer = await read_frame(good_reader)
+        good_writer.close()
+        await server.close()
+        return closed, answer
+
+    with caplog.at_level(logging.WARNING):
+        closed, answer = asyncio.run(main())
+    assert closed == b"" and answer == b"still here"
+    assert any("socket.request.max.bytes=100" in m for m in caplog.messages)
+
+
+def test_idle_connection_is_closed(caplog):
+    async def handler(payload, context):
+        return [frame(payload)]
+
+    async def main():
+        server, port = await started(handler, idle_timeout_ms=200)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(b"one"))
+        first = await read_frame(reader)
+        closed = await asyncio.wait_for(reader.read(10), 5)
+        await server.close()
+        return first, closed
+
+    with caplog.at_level(logging.INFO):
+        first, closed = asyncio.run(main())
+    assert first == b"one" and closed == b""
+    assert any("idle" in m for m in caplog.messages)
+
+
+def test_handler_failure_closes_the_connection_not_the_server(caplog):
+    async def handler(payload, context):
+        if payload == b"boom":
+            raise RuntimeError("handler bug")
+        return [frame(payload)]
+
+    async def main():
+        server, port = await started(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(b"boom"))
+        closed = await reader.read(10)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(b"fine"))
+        answer = await read_frame(reader)
+        await server.close()
+        return closed, answer
+
+    with caplog.at_level(logging.ERROR):
+        closed, answer = asyncio.run(main())
+    assert (closed, answer) == (b"", b"fine")
+    assert any("after an error" in m for m in caplog.messages)
+
+
+@pytest.mark.parametrize("records", [1, 300])
+def test_file_slices_are_sent_from_the_segment(tmp_path, records):
+    log = Log.open(tmp_path / "t-0")
+    for i in range(records):
+        log.append_as_leader(build_batch([(f"k{i}", "v" * 500)]))
+    found = log.read(0, 1 << 30).records
+
+    async def handler(payload, context):
+        return [struct.pack(">i", found.size), found]
+
+    async def main():
+        server, port = await started(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(b"fetch"))
+        body = await read_frame(reader)
+        writer.close()
+        await server.close()
+        return body
+
+    assert asyncio.run(main()) == found.to_bytes()
