@@ -168,9 +168,11 @@ def test_retained_records_keep_offsets_and_batch_fields(tmp_path, clock):
         ("a", "a1", (), T0 + 2),
         ("c", "c0", (), T0 + 7),
     ]
-    log.append_as_leader(
-        build_batch(entries, producer_id=42, producer_epoch=3, base_sequence=100),
-        leader_epoch=6,
+    # As a follower would copy it: a producer mid-stream (sequence 100), epoch 6.
+    log.append_as_follower(
+        build_batch(
+            entries, producer_id=42, producer_epoch=3, base_sequence=100, partition_leader_epoch=6
+        )
     )
     produce(log, [("c", "c1")], timestamp=T0 + 20)
     log.roll()

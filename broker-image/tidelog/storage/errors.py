@@ -5,10 +5,13 @@ from __future__ import annotations
 __all__ = [
     "CorruptIndexError",
     "InvalidOffsetError",
+    "InvalidProducerEpochError",
     "KafkaStorageError",
     "LogDirNotFoundError",
     "OffsetOutOfRangeError",
+    "OutOfOrderSequenceError",
     "StorageError",
+    "UnknownProducerIdError",
 ]
 
 
@@ -36,3 +39,21 @@ class CorruptIndexError(StorageError):
 
 class InvalidOffsetError(StorageError):
     """An index append or truncation that would break the offset ordering."""
+
+
+class OutOfOrderSequenceError(StorageError):
+    """An idempotent producer's batch does not follow its last sequence."""
+
+    error_code = 45
+
+
+class InvalidProducerEpochError(StorageError):
+    """A batch from an older epoch of a producer id than the one already seen."""
+
+    error_code = 47
+
+
+class UnknownProducerIdError(StorageError):
+    """A producer id this partition has no state for, whose batch does not start at 0."""
+
+    error_code = 59

@@ -38,9 +38,17 @@ from tidelog.storage.log_loader import (
     SWAP_SUFFIX,
     load_log,
 )
+from tidelog.storage.producer_state import BatchMetadata, ProducerStateManager
 from tidelog.storage.retention import segments_below_start_offset, segments_to_delete
 from tidelog.storage.scheduler import Scheduler
-from tidelog.storage.segment import FetchSlice, LogSegment, segment_file_name
+from tidelog.storage.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    FetchSlice,
+    LogSegment,
+    segment_file_name,
+)
 from tidelog.storage.time_index import TimestampOffset
 
 __all__ = ["AppendInfo", "Log", "parse_topic_partition"]
@@ -76,6 +84,7 @@ class AppendInfo(NamedTuple):
     record_count: int
     size: int
     log_append_time: int  # -1 unless the topic uses LogAppendTime
+    duplicate: bool = False  # a producer's retry of a batch already in the log
 
 
 class Log:
@@ -103,6 +112,8 @@ class Log:
         self._publish_end(next_offset)
         self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
         self.recovery_point = recovery_point
+        self.producer_state = ProducerStateManager(self.directory)
+        self._load_producer_state()
         if self.log_start_offset > next_offset:
             # A checkpointed start above what survived recovery: nothing below the start
             # may be served, so start afresh there (Kafka does the same).
@@ -154,6 +165,16 @@ class Log:
             scheduler=scheduler,
             on_io_error=on_io_error,
         )
+
+    def _load_producer_state(self) -> None:
+        """Newest snapshot at or below the log end, then every batch header after it."""
+
+        def headers_from(offset: int):
+            for segment in self._segments:
+                if segment.read_next_offset() > offset:
+                    yield from segment.log.batch_headers()
+
+        self.producer_state.load(self._next_offset, headers_from)
 
     # -- segment list ------------------------------------------------------------------
 
@@ -216,6 +237,9 @@ class Log:
             return self._append_with_log_append_time(records, validated.batches, leader_epoch)
         view = memoryview(records).cast("B")
         with self._lock:
+            duplicate = self.producer_state.check(validated.batches)
+            if duplicate is not None:
+                return _duplicate_info(duplicate)
             first_offset = next_offset = self._next_offset
             pieces, batches = [], []
             for header in validated.batches:
@@ -232,6 +256,9 @@ class Log:
         """LogAppendTime changes bytes under the CRC, so these batches are copied."""
         data = bytearray(records)
         with self._lock:
+            duplicate = self.producer_state.check(headers)
+            if duplicate is not None:
+                return _duplicate_info(duplicate)
             first_offset = next_offset = self._next_offset
             for header in headers:
                 rewrite_base_offset_and_epoch(data, header.position, next_offset, leader_epoch)
@@ -262,6 +289,7 @@ class Log:
         size = last.position + last.size - batches[0].position
         segment = self._maybe_roll(size, max_batch.max_timestamp, first_offset, batches)
         segment.append(pieces, batches)
+        self.producer_state.update(batches)
         self._publish_end(last.next_offset)
         return AppendInfo(
             first_offset=first_offset,
@@ -290,9 +318,12 @@ class Log:
             if active.base_offset == new_base and active.size == 0:
                 return active
             active.on_become_inactive()
-            for stale in self.directory.glob(segment_file_name(new_base, ".*")):
-                logger.warning("deleting stale %s before rolling to it", stale)
-                stale.unlink()
+            self.producer_state.take_snapshot(new_base)
+            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                stale = self.directory / segment_file_name(new_base, suffix)
+                if stale.exists():
+                    logger.warning("deleting stale %s before rolling to it", stale)
+                    stale.unlink()
             segment = LogSegment(
                 self.directory,
                 new_base,
@@ -433,6 +464,7 @@ class Log:
             keep[-1].truncate_to(offset)
             keep[-1].resize_indexes(self.config.segment_index_bytes)
             self._publish_end(keep[-1].read_next_offset())
+            self._load_producer_state()
             self.recovery_point = min(self.recovery_point, self._next_offset)
             self.log_start_offset = min(self.log_start_offset, self._next_offset)
             return True
@@ -450,6 +482,8 @@ class Log:
             )
             self._set_segments([segment])
             self._publish_end(offset)
+            self.producer_state.clear()
+            self.producer_state.delete_snapshots_below(offset + 1)
             self.log_start_offset = offset
             self.recovery_point = offset
 
@@ -483,6 +517,7 @@ class Log:
         self._set_segments([s for s in self._segments if id(s) not in gone])
         self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
         self._retire(doomed)
+        self.producer_state.delete_snapshots_below(self.log_start_offset)
 
     # -- cleaner support -------------------------------------------------------------------------
 
@@ -531,6 +566,7 @@ class Log:
 
     def close(self) -> None:
         with self._lock:
+            self.producer_state.take_snapshot(self._next_offset)
             for segment in self._segments:
                 segment.close()
 
@@ -548,6 +584,19 @@ class Log:
             f"Log({self.directory.name}, start={self.log_start_offset}, "
             f"end={self._next_offset}, segments={len(self._segments)})"
         )
+
+
+def _duplicate_info(original: BatchMetadata) -> AppendInfo:
+    return AppendInfo(
+        first_offset=original.first_offset,
+        last_offset=original.last_offset,
+        max_timestamp=original.timestamp,
+        offset_of_max_timestamp=original.last_offset,
+        record_count=0,
+        size=0,
+        log_append_time=-1,
+        duplicate=True,
+    )
 
 
 def _jitter(config: LogConfig) -> int:
