@@ -1,0 +1,1 @@
+"""The ZooKeeper-backed cluster metadata and controller."""

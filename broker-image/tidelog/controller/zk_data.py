@@ -1,0 +1,205 @@
+"""Kafka's ZooKeeper layout: the paths and JSON documents a Kafka cluster keeps there.
+
+Every znode is written in the format Apache Kafka (ZooKeeper mode) writes, so tools that
+read ZooKeeper and operators who look at it find what they expect:
+
+* ``/cluster/id`` - ``{"version":"1","id":"<base64 uuid>"}``
+* ``/brokers/ids/<id>`` (ephemeral) - endpoints, host, port, rack, timestamp
+* ``/brokers/seqid`` - sequence for generated broker ids
+* ``/brokers/topics/<topic>`` - ``{"version":3,"topic_id":..,"partitions":{"0":[1,2]},
+  "adding_replicas":{},"removing_replicas":{}}``
+* ``/brokers/topics/<topic>/partitions/<p>/state`` - leader, leader_epoch, isr,
+  controller_epoch
+* ``/controller`` (ephemeral), ``/controller_epoch``
+* ``/config/topics/<topic>``, ``/config/brokers/<id>``, ``/config/brokers/<default>`` -
+  ``{"version":1,"config":{...}}``; ``/config/changes/config_change_<seq>`` notifications
+* ``/admin/delete_topics/<topic>``, ``/latest_producer_id_block``
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from dataclasses import dataclass
+
+__all__ = [
+    "BROKER_IDS",
+    "CLUSTER_ID",
+    "CONFIG_CHANGES",
+    "CONTROLLER",
+    "CONTROLLER_EPOCH",
+    "DEFAULT_ENTITY",
+    "DELETE_TOPICS",
+    "PRODUCER_ID_BLOCK",
+    "TOPICS",
+    "BrokerRegistration",
+    "PartitionState",
+    "TopicAssignment",
+    "broker_path",
+    "config_path",
+    "decode_json",
+    "encode_json",
+    "new_uuid",
+    "partition_state_path",
+    "topic_path",
+    "uuid_from_base64",
+    "uuid_to_base64",
+]
+
+CLUSTER_ID = "/cluster/id"
+BROKER_IDS = "/brokers/ids"
+BROKER_SEQID = "/brokers/seqid"
+TOPICS = "/brokers/topics"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+CONFIG_CHANGES = "/config/changes"
+DELETE_TOPICS = "/admin/delete_topics"
+PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+DEFAULT_ENTITY = "<default>"
+
+PERSISTENT_PATHS = (
+    "/brokers/ids",
+    "/brokers/topics",
+    "/brokers/seqid",
+    "/config/changes",
+    "/config/topics",
+    "/config/brokers",
+    "/admin/delete_topics",
+    "/isr_change_notification",
+    "/log_dir_event_notification",
+    "/cluster",
+)
+
+
+def encode_json(document: object) -> bytes:
+    return json.dumps(document, separators=(",", ":")).encode("utf-8")
+
+
+def decode_json(data: bytes | None) -> object:
+    return None if not data else json.loads(data.decode("utf-8"))
+
+
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{broker_id}"
+
+
+def topic_path(topic: str) -> str:
+    return f"{TOPICS}/{topic}"
+
+
+def partition_state_path(topic: str, partition: int) -> str:
+    return f"{TOPICS}/{topic}/partitions/{partition}/state"
+
+
+def config_path(entity_type: str, name: str) -> str:
+    """``entity_type`` is ``topics`` or ``brokers``."""
+    return f"/config/{entity_type}/{name}"
+
+
+def new_uuid() -> uuid.UUID:
+    return uuid.uuid4()
+
+
+def uuid_to_base64(value: uuid.UUID) -> str:
+    """Kafka prints ids (cluster id, topic id) as URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
+
+
+def uuid_from_base64(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+@dataclass(frozen=True)
+class BrokerRegistration:
+    broker_id: int
+    endpoints: tuple[tuple[str, str, int], ...]  # (listener name, host, port)
+    rack: str | None = None
+
+    def encode(self) -> bytes:
+        first = self.endpoints[0]
+        return encode_json(
+            {
+                "listener_security_protocol_map": {
+                    name: "PLAINTEXT" for name, _, _ in self.endpoints
+                },
+                "endpoints": [f"{name}://{host}:{port}" for name, host, port in self.endpoints],
+                "rack": self.rack,
+                "jmx_port": -1,
+                "port": first[2],
+                "host": first[1],
+                "version": 5,
+                "timestamp": str(int(time.time() * 1000)),
+                "features": {},
+            }
+        )
+
+    @classmethod
+    def decode(cls, broker_id: int, data: bytes) -> BrokerRegistration:
+        document = decode_json(data)
+        endpoints = []
+        for item in document.get("endpoints", []):
+            name, _, address = item.partition("://")
+            host, _, port = address.rpartition(":")
+            endpoints.append((name, host.strip("[]"), int(port)))
+        return cls(broker_id, tuple(endpoints), document.get("rack"))
+
+
+@dataclass(frozen=True)
+class TopicAssignment:
+    topic: str
+    topic_id: uuid.UUID
+    partitions: dict[int, list[int]]
+
+    def encode(self) -> bytes:
+        return encode_json(
+            {
+                "version": 3,
+                "topic_id": uuid_to_base64(self.topic_id),
+                "partitions": {str(p): r for p, r in sorted(self.partitions.items())},
+                "adding_replicas": {},
+                "removing_replicas": {},
+            }
+        )
+
+    @classmethod
+    def decode(cls, topic: str, data: bytes) -> TopicAssignment:
+        document = decode_json(data)
+        topic_id = document.get("topic_id")
+        return cls(
+            topic,
+            uuid_from_base64(topic_id) if topic_id else uuid.UUID(int=0),
+            {int(p): list(r) for p, r in document["partitions"].items()},
+        )
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    controller_epoch: int
+    zk_version: int = -1  # the znode version it was read at (for conditional updates)
+
+    def encode(self) -> bytes:
+        return encode_json(
+            {
+                "controller_epoch": self.controller_epoch,
+                "leader": self.leader,
+                "version": 1,
+                "leader_epoch": self.leader_epoch,
+                "isr": self.isr,
+            }
+        )
+
+    @classmethod
+    def decode(cls, data: bytes, zk_version: int = -1) -> PartitionState:
+        document = decode_json(data)
+        return cls(
+            document["leader"],
+            document["leader_epoch"],
+            list(document["isr"]),
+            document["controller_epoch"],
+            zk_version,
+        )
