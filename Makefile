@@ -14,9 +14,16 @@ KAFKA_STAMP := $(KAFKA_LIBS)/.complete
 
 export TIDELOG_KAFKA_LIBS := $(KAFKA_LIBS)
 
-.PHONY: setup test lint bench-storage kafka-libs clean
+# Apache ZooKeeper's server (tidelog-zookeeper: tests and `make run`), cached per version.
+ZOOKEEPER_VERSION := 3.8.4
+ZOOKEEPER_LIBS := $(CACHE_DIR)/zookeeper-$(ZOOKEEPER_VERSION)/libs
+ZOOKEEPER_STAMP := $(ZOOKEEPER_LIBS)/.complete
 
-setup: $(STAMP)
+export TIDELOG_ZOOKEEPER_LIBS := $(ZOOKEEPER_LIBS)
+
+.PHONY: setup test lint bench-storage kafka-libs zookeeper-libs clean
+
+setup: $(STAMP) zookeeper-libs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +40,17 @@ $(KAFKA_STAMP): tools/kafka-libs/pom.xml
 	mvn --batch-mode --quiet -f tools/kafka-libs/pom.xml \
 	    -Dkafka.version=$(KAFKA_VERSION) dependency:copy-dependencies \
 	    -DoutputDirectory=$(KAFKA_LIBS)
+	touch $@
+
+zookeeper-libs: $(ZOOKEEPER_STAMP)
+
+# ZooKeeper's server jars from Maven Central, on their own (never Kafka's copies), the
+# same way as Kafka's above.
+$(ZOOKEEPER_STAMP): tools/zookeeper/pom.xml
+	rm -rf $(ZOOKEEPER_LIBS)
+	mvn --batch-mode --quiet -f tools/zookeeper/pom.xml \
+	    -Dzookeeper.version=$(ZOOKEEPER_VERSION) dependency:copy-dependencies \
+	    -DoutputDirectory=$(ZOOKEEPER_LIBS)
 	touch $@
 
 test: setup kafka-libs

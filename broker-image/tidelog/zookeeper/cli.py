@@ -1,0 +1,82 @@
+"""``tidelog-zookeeper``: a standalone ZooKeeper server in the foreground.
+
+Prints ``zookeeper ready at HOST:PORT`` once the server serves requests, then waits.
+SIGTERM or SIGINT stops the server and exits 0. Exit status 1, with one line on stderr,
+when the server cannot start (jars or Java missing, port taken, ...) or dies on its own.
+The server's own log is ``zookeeper.log`` in the data directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .server import ZooKeeperError, ZooKeeperServer
+
+__all__ = ["main"]
+
+PROG = "tidelog-zookeeper"
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class _StopRequested(Exception):
+    """Raised by the signal handler so that every wait unwinds to the clean stop."""
+
+
+def _request_stop(signum: int, frame: object) -> None:
+    raise _StopRequested
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Run a standalone ZooKeeper server in the foreground."
+    )
+    parser.add_argument("--port", type=int, required=True, help="client port; 0 picks a free one")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        required=True,
+        help="snapshots, transaction logs, zoo.cfg and zookeeper.log go here",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--tick-time", type=int, default=2000, metavar="MS")
+    parser.add_argument("--max-client-cnxns", type=int, default=60, metavar="N")
+    parser.add_argument(
+        "--start-timeout", type=float, default=30.0, metavar="S", help="give up after S seconds"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    server = ZooKeeperServer(
+        args.data_dir,
+        port=args.port,
+        host=args.host,
+        tick_time=args.tick_time,
+        max_client_cnxns=args.max_client_cnxns,
+    )
+    previous = {signum: signal.signal(signum, _request_stop) for signum in _STOP_SIGNALS}
+    try:
+        server.start(args.start_timeout)
+        print(f"zookeeper ready at {server.connect_string}", flush=True)
+        status = server.wait()
+        raise ZooKeeperError(f"ZooKeeper exited with status {status}; see {server.log_path}")
+    except _StopRequested:
+        return 0
+    except ZooKeeperError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        for signum in _STOP_SIGNALS:  # a second Ctrl-C must not cut the stop short
+            signal.signal(signum, signal.SIG_IGN)
+        server.stop()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,373 @@
+"""One Apache ZooKeeper server process, standalone, run with Java from a per-version jar cache.
+
+:class:`ZooKeeperServer` writes ``zoo.cfg`` into its data directory, runs
+``org.apache.zookeeper.server.ZooKeeperServerMain`` and waits until the server answers
+``ruok`` with ``imok`` and ``srvr`` says it serves requests (its port opens before its
+data is loaded). The JVM's output goes to ``zookeeper.log`` in the data directory,
+appended across restarts. A restart keeps the data directory and the port, so connect
+strings handed out before stay valid.
+
+The jars come from ``make zookeeper-libs``: the directory named by ``TIDELOG_ZOOKEEPER_LIBS``
+(the Makefile exports it), else the newest complete ``zookeeper-<version>/libs`` in
+tidelog's cache directory.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import NoReturn
+
+__all__ = [
+    "LIBS_ENV_VAR",
+    "ZooKeeperError",
+    "ZooKeeperServer",
+    "ZooKeeperSetupError",
+    "ZooKeeperStartError",
+    "find_java",
+    "four_letter_word",
+    "zookeeper_libs",
+]
+
+LIBS_ENV_VAR = "TIDELOG_ZOOKEEPER_LIBS"
+MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
+CONFIG_NAME = "zoo.cfg"
+LOG_NAME = "zookeeper.log"
+
+# A small heap and a JIT that stops at C1: the server idles most of the time, and the
+# JVM starts noticeably faster this way.
+JVM_FLAGS = (
+    "-Xmx256m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-Xshare:auto",
+    "-Djava.awt.headless=true",
+    "-Dorg.slf4j.simpleLogger.showDateTime=true",
+    "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
+)
+
+_HOW_TO_FIX = "run `make zookeeper-libs` (needs Java 17 and Maven)"
+_POLL_INTERVAL_S = 0.05
+# Short: whatever else may hold the port accepts the probe and never answers it.
+_PROBE_TIMEOUT_S = 0.5
+_PR_SET_PDEATHSIG = 1
+# The first line of a Java stack trace, e.g. "java.net.BindException: Address already in use".
+_THROWABLE = re.compile(
+    r"^(Error: |(Exception in thread \S+ )?([\w$]+\.)+[\w$]*(Exception|Error)\b)"
+)
+
+
+class ZooKeeperError(RuntimeError):
+    """Base class: the server could not be run as asked."""
+
+
+class ZooKeeperSetupError(ZooKeeperError):
+    """This machine lacks something: ZooKeeper's jars or a Java runtime."""
+
+
+class ZooKeeperStartError(ZooKeeperError):
+    """The server process exited or did not answer while starting."""
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "tidelog"
+
+
+def _version_key(libs: Path) -> tuple[int, ...]:
+    version = libs.parent.name.removeprefix("zookeeper-")
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+def zookeeper_libs(directory: str | os.PathLike[str] | None = None) -> Path:
+    """The directory holding ZooKeeper's jars: ``directory`` if given, else the one
+    ``TIDELOG_ZOOKEEPER_LIBS`` names, else the newest in the cache.
+
+    Raises :class:`ZooKeeperSetupError` when the jars are not there.
+    """
+    value = directory or os.environ.get(LIBS_ENV_VAR)
+    if value:
+        libs = Path(value).expanduser()
+    else:
+        complete = [p.parent for p in _cache_dir().glob("zookeeper-*/libs/.complete")]
+        if not complete:
+            raise ZooKeeperSetupError(
+                f"ZooKeeper's jars are not in {_cache_dir()}/zookeeper-<version>/libs "
+                f"({LIBS_ENV_VAR} is not set); {_HOW_TO_FIX}"
+            )
+        libs = max(complete, key=_version_key)
+    if not any(libs.glob("zookeeper-[0-9]*.jar")) or not any(libs.glob("zookeeper-jute-*.jar")):
+        raise ZooKeeperSetupError(f"ZooKeeper's jars are not in {libs}; {_HOW_TO_FIX}")
+    return libs
+
+
+def find_java() -> str:
+    """``$JAVA_HOME/bin/java``, else ``java`` on the PATH."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and Path(java_home, "bin", "java").is_file():
+        return str(Path(java_home, "bin", "java"))
+    java = shutil.which("java")
+    if java is None:
+        raise ZooKeeperSetupError("no `java` found (JAVA_HOME or PATH); ZooKeeper needs Java 17")
+    return java
+
+
+def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> str:
+    """Send one of ZooKeeper's four-letter commands and return the whole answer.
+
+    Raises :class:`OSError` when nothing listens or the server closes without answering.
+    """
+    chunks = []
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(word.encode("ascii"))
+        while chunk := sock.recv(4096):
+            chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """On Linux, a ``preexec_fn`` that makes the JVM get SIGTERM when its parent dies.
+
+    So a killed test run or launcher leaves no server holding its port. The kernel ties this
+    to the thread that started the process: start servers from a thread that outlives them.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    sigterm = int(signal.SIGTERM)
+    return lambda: prctl(_PR_SET_PDEATHSIG, sigterm)
+
+
+def _properties_value(value: object) -> str:
+    return str(value).replace("\\", "\\\\")
+
+
+class ZooKeeperServer:
+    """A standalone ZooKeeper server on ``host:port`` keeping its data in ``data_dir``.
+
+    ``port=0`` picks a free port at the first start and keeps it for restarts.
+    Use as a context manager (start on enter, stop on exit) or call :meth:`start` and
+    :meth:`stop`.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        port: int = 0,
+        host: str = "127.0.0.1",
+        *,
+        tick_time: int = 2000,
+        max_client_cnxns: int = 60,
+        libs: str | os.PathLike[str] | None = None,
+        java: str | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir).absolute()
+        self.host = host
+        self.tick_time = tick_time
+        self.max_client_cnxns = max_client_cnxns
+        self._port: int | None = port or None
+        self._libs = Path(libs) if libs is not None else None
+        self._java = java
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log_offset = 0  # where the current run's output starts in the log
+
+    # ---------------------------------------------------------------------------------
+    # What clients need
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise ZooKeeperError("the port is picked at the first start(); start the server")
+        return self._port
+
+    @property
+    def connect_string(self) -> str:
+        """``host:port``, for kazoo's ``hosts`` or Kafka's ``zookeeper.connect``."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def config_path(self) -> Path:
+        return self.data_dir / CONFIG_NAME
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / LOG_NAME
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def is_running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    # ---------------------------------------------------------------------------------
+    # Lifecycle
+
+    def start(self, timeout: float = 30.0) -> ZooKeeperServer:
+        """Start the JVM and return once the server serves requests.
+
+        Raises :class:`ZooKeeperSetupError` when jars or Java are missing and
+        :class:`ZooKeeperStartError` when the server exits or stays silent for ``timeout``
+        seconds (the process is stopped then).
+        """
+        if self.is_running:
+            raise ZooKeeperError(f"ZooKeeper is already running at {self.connect_string}")
+        libs = zookeeper_libs(self._libs)
+        java = self._java or find_java()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # Only a port we picked ourselves may be lost to a race with another process.
+        attempts = 3 if self._port is None else 1
+        for attempt in range(1, attempts + 1):
+            if self._port is None:
+                self._port = _free_port(self.host)
+            try:
+                self._launch(java, libs)
+                self._wait_until_serving(timeout)
+            except _PortTaken:
+                if attempt == attempts:
+                    raise
+                self._port = None
+            else:
+                break
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after ``timeout`` seconds; a no-op when not running."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    def restart(self, timeout: float = 30.0) -> ZooKeeperServer:
+        """Stop and start again on the same port with the same data directory."""
+        self.stop()
+        return self.start(timeout)
+
+    def wait(self) -> int:
+        """Block until the server process exits; its exit status."""
+        if self._process is None:
+            raise ZooKeeperError("ZooKeeper is not running")
+        return self._process.wait()
+
+    def __enter__(self) -> ZooKeeperServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.is_running else "stopped"
+        return f"ZooKeeperServer({self.host}:{self._port}, {self.data_dir}, {state})"
+
+    # ---------------------------------------------------------------------------------
+    # Internals
+
+    def _write_config(self) -> None:
+        settings = {
+            "tickTime": self.tick_time,
+            "dataDir": self.data_dir,
+            "clientPortAddress": self.host,
+            "clientPort": self.port,
+            "maxClientCnxns": self.max_client_cnxns,
+            # The AdminServer would bind 8080 (and its Jetty is not among the jars).
+            "admin.enableServer": "false",
+            "4lw.commands.whitelist": "ruok,srvr,stat",
+        }
+        lines = [f"{key}={_properties_value(value)}" for key, value in settings.items()]
+        self.config_path.write_text("\n".join(["# written by tidelog-zookeeper", *lines, ""]))
+
+    def _launch(self, java: str, libs: Path) -> None:
+        self._write_config()
+        command = [java, *JVM_FLAGS, "-cp", f"{libs}/*", MAIN_CLASS, str(self.config_path)]
+        with self.log_path.open("ab") as log:
+            self._log_offset = log.tell()
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+            log.write(f"--- {stamp} tidelog-zookeeper: {' '.join(command)}\n".encode())
+            log.flush()
+            self._process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.data_dir,
+                start_new_session=True,  # Ctrl-C in a terminal reaches us, not the JVM
+                preexec_fn=_die_with_parent(),
+            )
+
+    def _serving(self) -> bool:
+        """``ruok`` alone is not enough: it answers ``imok`` before the data is loaded."""
+        try:
+            if four_letter_word(self.host, self.port, "ruok", _PROBE_TIMEOUT_S) != "imok":
+                return False
+            return "Mode: " in four_letter_word(self.host, self.port, "srvr", _PROBE_TIMEOUT_S)
+        except OSError:
+            return False
+
+    def _wait_until_serving(self, timeout: float) -> None:
+        assert self._process is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self._process.poll()
+            if status is not None:
+                self._process = None
+                output = self._output_since_launch()
+                if "Address already in use" in output:
+                    raise _PortTaken(f"cannot listen on {self.connect_string}: address in use")
+                self._fail(f"ZooKeeper exited with status {status} while starting", output)
+            if self._serving():
+                return
+            if time.monotonic() > deadline:
+                self.stop()
+                self._fail(
+                    f"ZooKeeper did not serve on {self.connect_string} within {timeout:g} s",
+                    self._output_since_launch(),
+                )
+            time.sleep(_POLL_INTERVAL_S)
+
+    def _output_since_launch(self) -> str:
+        with self.log_path.open("rb") as log:
+            log.seek(self._log_offset)
+            return log.read().decode("utf-8", "replace")
+
+    def _fail(self, what: str, output: str) -> NoReturn:
+        """Raise with the first error the JVM logged, if any, and where the log is."""
+        lines = output.splitlines()
+        throwables = (line for line in lines if _THROWABLE.match(line))
+        cause = next(throwables, None) or next((line for line in lines if " ERROR " in line), "")
+        detail = f" ({cause})" if cause else ""
+        raise ZooKeeperStartError(f"{what}{detail}; see {self.log_path}")
+
+
+class _PortTaken(ZooKeeperStartError):
+    pass

@@ -1,0 +1,43 @@
+"""Session-wide fixtures: one real ZooKeeper server shared by the whole test session.
+
+Tests isolate themselves with ``zk_chroot`` (a chroot of their own on that server), not
+with a server each. Never stop or restart the shared server in a test: a test that needs
+that runs its own :class:`~tidelog.zookeeper.ZooKeeperServer`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from kazoo.client import KazooClient
+
+from tidelog.zookeeper import ZooKeeperServer
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    """The session's ZooKeeper server, on a free loopback port."""
+    with ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def _zookeeper_admin(zookeeper: ZooKeeperServer) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=zookeeper.connect_string)
+    client.start(timeout=10)
+    yield client
+    client.stop()
+    client.close()
+
+
+@pytest.fixture
+def zk_chroot(zookeeper: ZooKeeperServer, _zookeeper_admin: KazooClient) -> str:
+    """A connect string with this test's own chroot, ``127.0.0.1:<port>/test-<uuid>``.
+
+    The chroot node exists, so kazoo clients and brokers can use it as it is.
+    """
+    path = f"/test-{uuid.uuid4().hex}"
+    _zookeeper_admin.create(path)
+    return f"{zookeeper.connect_string}{path}"
