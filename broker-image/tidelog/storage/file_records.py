@@ -35,18 +35,31 @@ class LogOffsetPosition(NamedTuple):
     size: int
 
 
-class FileSlice(NamedTuple):
-    """``size`` bytes of ``records`` from ``position``: whole batches, ready to send."""
+class FileSlice:
+    """``size`` bytes of ``records`` from ``position``: whole batches, ready to send.
 
-    records: FileRecords
-    position: int
-    size: int
+    Its ``len()`` is its size in bytes, so a protocol encoder can treat it like the
+    bytes it stands for and leave it in the response for the network layer to
+    ``sendfile``."""
+
+    __slots__ = ("position", "records", "size")
+
+    def __init__(self, records: FileRecords, position: int, size: int):
+        self.records = records
+        self.position = position
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
 
     def fileno(self) -> int:
         return self.records.fileno()
 
     def to_bytes(self) -> bytes:
         return self.records.read(self.position, self.size)
+
+    def __repr__(self) -> str:
+        return f"FileSlice({self.records.path.name}, position={self.position}, size={self.size})"
 
 
 class FileRecords:
