@@ -1,0 +1,317 @@
+"""The broker's ZooKeeper client: Kafka's znodes read and written through kazoo.
+
+Everything here is synchronous (kazoo's own threads do the I/O); callers on the
+event loop run these calls in a worker thread. Watches registered here must only hand
+events over (seed 003: the controller's ZooKeeper callbacks only enqueue).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+
+from tidelog.controller.zk_data import (
+    BROKER_IDS,
+    BROKER_SEQID,
+    CLUSTER_ID,
+    CONFIG_CHANGES,
+    CONTROLLER,
+    CONTROLLER_EPOCH,
+    DEFAULT_ENTITY,
+    DELETE_TOPICS,
+    PERSISTENT_PATHS,
+    PRODUCER_ID_BLOCK,
+    TOPICS,
+    BrokerRegistration,
+    PartitionState,
+    TopicAssignment,
+    broker_path,
+    config_path,
+    decode_json,
+    encode_json,
+    new_uuid,
+    partition_state_path,
+    topic_path,
+    uuid_to_base64,
+)
+
+__all__ = [
+    "PRODUCER_ID_BLOCK_SIZE",
+    "BrokerIdTakenError",
+    "KafkaZkClient",
+    "TopicExistsError",
+    "ZkError",
+]
+
+logger = logging.getLogger(__name__)
+
+PRODUCER_ID_BLOCK_SIZE = 1000
+RESERVED_BROKER_MAX_ID = 1000
+
+
+class ZkError(Exception):
+    pass
+
+
+class BrokerIdTakenError(ZkError):
+    """Another live broker is registered with this id."""
+
+
+class TopicExistsError(ZkError):
+    error_code = 36  # TOPIC_ALREADY_EXISTS
+
+
+def split_connect_string(connect: str) -> tuple[str, str]:
+    """``h1:p1,h2:p2/chroot`` → (hosts, chroot or "")."""
+    hosts, slash, chroot = connect.partition("/")
+    return hosts, (slash + chroot).rstrip("/")
+
+
+class KafkaZkClient:
+    def __init__(
+        self,
+        connect: str,
+        *,
+        session_timeout_ms: int = 18000,
+        connection_timeout_ms: int | None = None,
+    ):
+        self.connect_string = connect
+        self._hosts, self._chroot = split_connect_string(connect)
+        self._session_timeout = session_timeout_ms / 1000
+        self._connection_timeout = (connection_timeout_ms or session_timeout_ms) / 1000
+        self.zk = KazooClient(hosts=connect, timeout=self._session_timeout)
+
+    def start(self) -> None:
+        if self._chroot:  # Kafka creates its chroot on first use
+            bootstrap = KazooClient(hosts=self._hosts, timeout=self._session_timeout)
+            bootstrap.start(timeout=self._connection_timeout)
+            try:
+                bootstrap.ensure_path(self._chroot)
+            finally:
+                bootstrap.stop()
+                bootstrap.close()
+        self.zk.start(timeout=self._connection_timeout)
+        for path in PERSISTENT_PATHS:
+            self.zk.ensure_path(path)
+
+    def close(self) -> None:
+        self.zk.stop()
+        self.zk.close()
+
+    @property
+    def session_id(self) -> int:
+        return self.zk.client_id[0] if self.zk.client_id else 0
+
+    # -- cluster and brokers -------------------------------------------------------------
+
+    def get_or_create_cluster_id(self) -> str:
+        try:
+            data, _ = self.zk.get(CLUSTER_ID)
+            return decode_json(data)["id"]
+        except NoNodeError:
+            pass
+        proposed = uuid_to_base64(new_uuid())
+        try:
+            self.zk.create(CLUSTER_ID, encode_json({"version": "1", "id": proposed}), makepath=True)
+            return proposed
+        except NodeExistsError:  # another broker was first
+            data, _ = self.zk.get(CLUSTER_ID)
+            return decode_json(data)["id"]
+
+    def generate_broker_id(self) -> int:
+        """Kafka's broker.id generation: a sequence above reserved.broker.max.id."""
+        stat = self.zk.set(BROKER_SEQID, b"")
+        return RESERVED_BROKER_MAX_ID + stat.version
+
+    def register_broker(self, registration: BrokerRegistration) -> None:
+        try:
+            self.zk.create(
+                broker_path(registration.broker_id), registration.encode(), ephemeral=True
+            )
+        except NodeExistsError:
+            raise BrokerIdTakenError(
+                f"broker.id {registration.broker_id} is already registered in ZooKeeper "
+                f"by another running broker"
+            ) from None
+
+    def live_brokers(self, watch: Callable | None = None) -> dict[int, BrokerRegistration]:
+        brokers = {}
+        for child in self.zk.get_children(BROKER_IDS, watch=watch):
+            try:
+                data, _ = self.zk.get(f"{BROKER_IDS}/{child}")
+            except NoNodeError:
+                continue
+            brokers[int(child)] = BrokerRegistration.decode(int(child), data)
+        return brokers
+
+    # -- controller ------------------------------------------------------------------------
+
+    def try_become_controller(self, broker_id: int) -> int | None:
+        """Create the ephemeral /controller node; on success bump /controller_epoch with
+        a conditional write and return the new epoch, else None."""
+        document = {"version": 1, "brokerid": broker_id, "timestamp": str(int(time.time() * 1000))}
+        try:
+            self.zk.create(CONTROLLER, encode_json(document), ephemeral=True)
+        except NodeExistsError:
+            return None
+        while True:
+            try:
+                data, stat = self.zk.get(CONTROLLER_EPOCH)
+                epoch = int(data.decode()) + 1
+                self.zk.set(CONTROLLER_EPOCH, str(epoch).encode(), version=stat.version)
+                return epoch
+            except NoNodeError:
+                try:
+                    self.zk.create(CONTROLLER_EPOCH, b"1")
+                    return 1
+                except NodeExistsError:
+                    continue
+            except BadVersionError:
+                continue
+
+    def controller_id(self, watch: Callable | None = None) -> int | None:
+        try:
+            data, _ = self.zk.get(CONTROLLER, watch=watch)
+        except NoNodeError:
+            if watch is not None:
+                self.zk.exists(CONTROLLER, watch=watch)
+            return None
+        return decode_json(data)["brokerid"]
+
+    # -- topics ----------------------------------------------------------------------------
+
+    def topics(self, watch: Callable | None = None) -> list[str]:
+        return sorted(self.zk.get_children(TOPICS, watch=watch))
+
+    def topic_assignment(self, topic: str) -> TopicAssignment | None:
+        try:
+            data, _ = self.zk.get(topic_path(topic))
+        except NoNodeError:
+            return None
+        return TopicAssignment.decode(topic, data)
+
+    def create_topic(self, assignment: TopicAssignment, config: Mapping[str, str]) -> None:
+        """Topic config first, then the assignment (as Kafka does), atomically."""
+        transaction = self.zk.transaction()
+        config_node = config_path("topics", assignment.topic)
+        if self.zk.exists(config_node):
+            transaction.set_data(config_node, _config_document(config))
+        else:
+            transaction.create(config_node, _config_document(config))
+        transaction.create(topic_path(assignment.topic), assignment.encode())
+        results = transaction.commit()
+        # Operations before the failing one report RolledBackError; find the cause.
+        failures = [r for r in results if isinstance(r, Exception)]
+        failure = next((r for r in failures if not isinstance(r, RolledBackError)), None)
+        if isinstance(failure, NodeExistsError):
+            raise TopicExistsError(f"topic {assignment.topic!r} already exists")
+        if failure is not None:
+            raise ZkError(f"creating topic {assignment.topic!r} failed: {failure!r}")
+
+    def set_topic_assignment(self, assignment: TopicAssignment) -> None:
+        self.zk.set(topic_path(assignment.topic), assignment.encode())
+
+    def mark_topic_for_deletion(self, topic: str) -> None:
+        with contextlib.suppress(NodeExistsError):
+            self.zk.create(f"{DELETE_TOPICS}/{topic}", b"", makepath=True)
+
+    def topics_marked_for_deletion(self, watch: Callable | None = None) -> list[str]:
+        return sorted(self.zk.get_children(DELETE_TOPICS, watch=watch))
+
+    def delete_topic_znodes(self, topic: str) -> None:
+        """After its partitions are gone: assignment, config and the deletion marker."""
+        for path in (topic_path(topic), config_path("topics", topic), f"{DELETE_TOPICS}/{topic}"):
+            with contextlib.suppress(NoNodeError):
+                self.zk.delete(path, recursive=True)
+
+    def partition_state(self, topic: str, partition: int) -> PartitionState | None:
+        try:
+            data, stat = self.zk.get(partition_state_path(topic, partition))
+        except NoNodeError:
+            return None
+        return PartitionState.decode(data, stat.version)
+
+    def create_partition_state(self, topic: str, partition: int, state: PartitionState) -> None:
+        self.zk.create(partition_state_path(topic, partition), state.encode(), makepath=True)
+
+    def update_partition_state(self, topic: str, partition: int, state: PartitionState) -> int:
+        """Conditional on the version the state was read at; returns the new version."""
+        stat = self.zk.set(
+            partition_state_path(topic, partition), state.encode(), version=state.zk_version
+        )
+        return stat.version
+
+    # -- configs ---------------------------------------------------------------------------
+
+    def entity_config(self, entity_type: str, name: str) -> dict[str, str]:
+        try:
+            data, _ = self.zk.get(config_path(entity_type, name))
+        except NoNodeError:
+            return {}
+        return dict(decode_json(data).get("config", {}))
+
+    def set_entity_config(self, entity_type: str, name: str, config: Mapping[str, str]) -> None:
+        """Write an entity's configs and announce the change (Kafka's notification)."""
+        path = config_path(entity_type, name)
+        document = _config_document(config)
+        try:
+            self.zk.set(path, document)
+        except NoNodeError:
+            self.zk.create(path, document, makepath=True)
+        self.zk.create(
+            f"{CONFIG_CHANGES}/config_change_",
+            encode_json({"version": 2, "entity_path": f"{entity_type}/{name}"}),
+            sequence=True,
+            makepath=True,
+        )
+
+    def broker_configs(self, broker_id: int) -> tuple[dict[str, str], dict[str, str]]:
+        """(cluster-wide ``<default>``, this broker's) dynamic configs."""
+        return (
+            self.entity_config("brokers", DEFAULT_ENTITY),
+            self.entity_config("brokers", str(broker_id)),
+        )
+
+    # -- producer ids ------------------------------------------------------------------------
+
+    def allocate_producer_id_block(self, broker_id: int) -> tuple[int, int]:
+        """Reserve the next block of producer ids: (first, last) inclusive."""
+        while True:
+            try:
+                data, stat = self.zk.get(PRODUCER_ID_BLOCK)
+                current = decode_json(data)
+                start = int(current["block_end"]) + 1 if current else 0
+                version = stat.version
+            except NoNodeError:
+                start, version = 0, None
+            end = start + PRODUCER_ID_BLOCK_SIZE - 1
+            document = encode_json(
+                {
+                    "version": 1,
+                    "broker": broker_id,
+                    "block_start": str(start),
+                    "block_end": str(end),
+                }
+            )
+            try:
+                if version is None:
+                    self.zk.create(PRODUCER_ID_BLOCK, document)
+                else:
+                    self.zk.set(PRODUCER_ID_BLOCK, document, version=version)
+                return start, end
+            except (BadVersionError, NodeExistsError):
+                continue  # another broker took a block meanwhile
+
+
+def _config_document(config: Mapping[str, str]) -> bytes:
+    return encode_json({"version": 1, "config": dict(sorted(config.items()))})
+
+
+def topic_id_of(assignment: TopicAssignment | None) -> uuid.UUID:
+    return assignment.topic_id if assignment else uuid.UUID(int=0)
