@@ -53,6 +53,13 @@ $(ZOOKEEPER_STAMP): tools/zookeeper/pom.xml
 	    -DoutputDirectory=$(ZOOKEEPER_LIBS)
 	touch $@
 
+# Apache Kafka's protocol message definitions (JSON from the kafka-clients jar), committed
+# under broker-image/tidelog/protocol/messages/ so that the broker never needs Java.
+.PHONY: protocol-messages
+protocol-messages: kafka-libs
+	$(PYTHON) tools/protocol/extract_messages.py --libs $(KAFKA_LIBS) \
+	    --kafka-version $(KAFKA_VERSION)
+
 test: setup kafka-libs
 	$(BIN)/pytest
 

@@ -1,0 +1,446 @@
+"""Compiles a message definition, for one version, into a reader and a writer.
+
+Each struct of the message becomes a reader ``(buf, pos) -> (obj, pos)`` and a writer
+``(out, obj)`` composed of per-field steps. Consecutive fixed-size fields (ints, floats,
+booleans) are read and written as one run with a single ``struct.Struct``. Fields the
+version lacks are not read and take their defaults; writing a non-default value into one
+of them is an error unless the field is ``ignorable`` (Kafka's rule). Tagged fields are
+read from, and written to, each struct's tagged-fields section, only when not default;
+unknown tags are kept raw and written back in tag order.
+"""
+
+from __future__ import annotations
+
+import struct as _struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from operator import attrgetter, itemgetter
+from typing import Any
+
+from . import primitives as p
+from ._schema import FIXED_FORMATS, FieldSpec, MessageSpec, StructSpec
+from ._structs import Struct, field_default, message_classes
+from .errors import LocalProtocolError
+
+__all__ = ["Codec", "compile_message"]
+
+ReadStep = Callable[[Any, int, Any], int]
+WriteStep = Callable[[list, Any], None]
+
+_new = object.__new__
+_first = itemgetter(0)
+_NO_TAGS = p.encode_unsigned_varint(0)
+
+# (type, compact, nullable) -> (reader, writer) for strings, bytes, records and uuids.
+_SCALARS: dict[tuple[str, bool, bool], tuple[p.Reader, p.Writer]] = {
+    ("string", False, False): (p.read_string, p.write_string),
+    ("string", False, True): (p.read_nullable_string, p.write_nullable_string),
+    ("string", True, False): (p.read_compact_string, p.write_compact_string),
+    ("string", True, True): (p.read_compact_nullable_string, p.write_compact_nullable_string),
+    ("bytes", False, False): (p.read_bytes, p.write_bytes),
+    ("bytes", False, True): (p.read_nullable_bytes, p.write_nullable_bytes),
+    ("bytes", True, False): (p.read_compact_bytes, p.write_compact_bytes),
+    ("bytes", True, True): (p.read_compact_nullable_bytes, p.write_compact_nullable_bytes),
+    ("records", False, False): (p.read_records, p.write_bytes),
+    ("records", False, True): (p.read_nullable_records, p.write_nullable_bytes),
+    ("records", True, False): (p.read_compact_records, p.write_compact_bytes),
+    ("records", True, True): (p.read_compact_nullable_records, p.write_compact_nullable_bytes),
+    ("uuid", False, False): (p.read_uuid, p.write_uuid),
+    ("uuid", True, False): (p.read_uuid, p.write_uuid),
+}
+
+_COUNT_READERS = {
+    (False, False): p.read_array_count,
+    (False, True): p.read_nullable_array_count,
+    (True, False): p.read_compact_array_count,
+    (True, True): p.read_compact_nullable_array_count,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Codec:
+    """The compiled reader and writer of one message version (the body, or a header)."""
+
+    name: str
+    version: int
+    cls: type[Struct]
+    read: Callable[[Any, int], tuple[Any, int]]
+    write: Callable[[list, Any], None]
+
+
+class _Context:
+    def __init__(self, spec: MessageSpec, version: int) -> None:
+        self.spec = spec
+        self.version = version
+        self.flexible = version in spec.flexible_versions
+        self.classes = message_classes(spec)
+        self.structs: dict[str, tuple[Any, Any]] = {}
+
+
+def compile_message(spec: MessageSpec, version: int) -> Codec:
+    context = _Context(spec, version)
+    read, write = _struct_codec(context, spec.struct, spec.name)
+    return Codec(spec.name, version, context.classes[spec.name], read, write)
+
+
+# --------------------------------------------------------------------------------------
+# Structs
+
+
+def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]:
+    cached = ctx.structs.get(spec.name)
+    if cached is not None:
+        return cached
+    cls = ctx.classes[spec.name]
+    version, flexible = ctx.version, ctx.flexible
+    constants: list[tuple[str, Any]] = []  # set before reading: absent and tagged fields
+    factories: list[tuple[str, Any]] = []
+    read_steps: list[ReadStep] = []
+    write_steps: list[WriteStep] = []
+    strict_absent: list[tuple[str, Callable[[Any], bool], str]] = []
+    tagged: list[tuple[int, str, p.Reader, p.Writer, Callable[[Any], bool]]] = []
+    run: list[FieldSpec] = []
+
+    def flush_run() -> None:
+        if run:
+            read_steps.append(_fixed_run_reader(run))
+            write_steps.append(_fixed_run_writer(run))
+            run.clear()
+
+    def add_default(f: FieldSpec) -> None:
+        default, is_factory = field_default(f, ctx.classes)
+        (factories if is_factory else constants).append((f.attr, default))
+
+    for f in spec.fields:
+        field_path = f"{path}.{f.attr}"
+        if version not in f.versions:
+            add_default(f)
+            if not f.ignorable:
+                strict_absent.append((f.attr, _is_default(f, ctx), field_path))
+        elif flexible and version in f.tagged_versions:
+            add_default(f)
+            read_value, write_value = _field_codec(ctx, f, field_path)
+            tagged.append((f.tag, f.attr, read_value, write_value, _is_default(f, ctx)))
+        elif f.type in FIXED_FORMATS:
+            run.append(f)
+        else:
+            flush_run()
+            read_value, write_value = _field_codec(ctx, f, field_path)
+            read_steps.append(_field_reader(f.attr, read_value))
+            write_steps.append(_field_writer(f.attr, write_value, field_path))
+    flush_run()
+    tagged.sort(key=_first)
+
+    constants_t, factories_t, read_steps_t = tuple(constants), tuple(factories), tuple(read_steps)
+    read_tags = _tags_reader(tagged) if flexible else None
+
+    def read(buf: Any, pos: int) -> tuple[Any, int]:
+        obj = _new(cls)
+        for name, value in constants_t:
+            setattr(obj, name, value)
+        for name, factory in factories_t:
+            setattr(obj, name, factory())
+        for step in read_steps_t:
+            pos = step(buf, pos, obj)
+        if read_tags is None:
+            obj._unknown_tagged_fields = ()
+            return obj, pos
+        return obj, read_tags(buf, pos, obj)
+
+    write_steps_t, strict_absent_t = tuple(write_steps), tuple(strict_absent)
+    write_tags = _tags_writer(tagged) if flexible else None
+
+    def write(out: list, obj: Any) -> None:
+        if type(obj) is dict:
+            obj = cls.from_dict(obj)
+        for step in write_steps_t:
+            step(out, obj)
+        for name, is_default, field_path in strict_absent_t:
+            if not is_default(getattr(obj, name)):
+                raise LocalProtocolError(
+                    f"{field_path} does not exist in version {version}: "
+                    "it must hold its default to be written"
+                )
+        if write_tags is not None:
+            write_tags(out, obj)
+
+    ctx.structs[spec.name] = (read, write)
+    return read, write
+
+
+def _fixed_run_reader(fields: list[FieldSpec]) -> ReadStep:
+    packer = _struct.Struct(">" + "".join(FIXED_FORMATS[f.type] for f in fields))
+    unpack, size = packer.unpack_from, packer.size
+    names = tuple(f.attr for f in fields)
+    if len(names) == 1:
+        (name,) = names
+
+        def read_one(buf: Any, pos: int, obj: Any) -> int:
+            (value,) = unpack(buf, pos)
+            setattr(obj, name, value)
+            return pos + size
+
+        return read_one
+
+    def read_run(buf: Any, pos: int, obj: Any) -> int:
+        for name, value in zip(names, unpack(buf, pos), strict=True):
+            setattr(obj, name, value)
+        return pos + size
+
+    return read_run
+
+
+def _fixed_run_writer(fields: list[FieldSpec]) -> WriteStep:
+    pack = _struct.Struct(">" + "".join(FIXED_FORMATS[f.type] for f in fields)).pack
+    getter = attrgetter(*(f.attr for f in fields))
+    path = ", ".join(f.attr for f in fields)
+
+    if len(fields) == 1:
+
+        def write_one(out: list, obj: Any) -> None:
+            try:
+                out.append(pack(getter(obj)))
+            except (_struct.error, TypeError) as e:
+                raise LocalProtocolError(f"{type(obj).__qualname__}.{path}: {e}") from e
+
+        return write_one
+
+    def write_run(out: list, obj: Any) -> None:
+        try:
+            out.append(pack(*getter(obj)))
+        except (_struct.error, TypeError) as e:
+            raise LocalProtocolError(f"{type(obj).__qualname__}.({path}): {e}") from e
+
+    return write_run
+
+
+def _field_reader(name: str, read_value: p.Reader) -> ReadStep:
+    def read_field(buf: Any, pos: int, obj: Any) -> int:
+        value, pos = read_value(buf, pos)
+        setattr(obj, name, value)
+        return pos
+
+    return read_field
+
+
+def _field_writer(name: str, write_value: p.Writer, path: str) -> WriteStep:
+    def write_field(out: list, obj: Any) -> None:
+        value = getattr(obj, name)
+        try:
+            write_value(out, value)
+        except LocalProtocolError:
+            raise
+        except (_struct.error, TypeError, AttributeError, ValueError) as e:
+            raise LocalProtocolError(f"{path} = {_short(value)}: {e}") from e
+
+    return write_field
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# --------------------------------------------------------------------------------------
+# Fields
+
+
+def _field_codec(ctx: _Context, f: FieldSpec, path: str) -> tuple[p.Reader, p.Writer]:
+    version = ctx.version
+    compact = ctx.flexible and (f.flexible_versions is None or version in f.flexible_versions)
+    nullable = version in f.nullable_versions
+    if f.is_array:
+        return _array_codec(ctx, f, compact, nullable, path)
+    if f.is_struct:
+        read, write = _struct_codec(ctx, ctx.spec.structs[f.element_type], path)
+        return _nullable_struct(read, write) if nullable else (read, write)
+    return _scalar_codec(f.type, compact, nullable, path)
+
+
+def _scalar_codec(kind: str, compact: bool, nullable: bool, path: str) -> tuple[Any, Any]:
+    fmt = FIXED_FORMATS.get(kind)
+    if fmt is not None:
+        packer = _struct.Struct(">" + fmt)
+        unpack, pack, size = packer.unpack_from, packer.pack, packer.size
+
+        def read_fixed(buf: Any, pos: int) -> tuple[Any, int]:
+            return unpack(buf, pos)[0], pos + size
+
+        def write_fixed(out: list, value: Any) -> None:
+            out.append(pack(value))
+
+        return read_fixed, write_fixed
+    codec = _SCALARS.get((kind, compact, nullable))
+    if codec is None:
+        raise ValueError(f"{path}: unsupported type {kind} (nullable={nullable})")
+    return codec
+
+
+def _array_codec(
+    ctx: _Context, f: FieldSpec, compact: bool, nullable: bool, path: str
+) -> tuple[p.Reader, p.Writer]:
+    read_count = _COUNT_READERS[compact, nullable]
+    encode_count = p.encode_compact_array_count if compact else p.encode_array_count
+    null = p.COMPACT_ARRAY_NULL if compact else p.ARRAY_NULL
+    element = f.element_type
+    fmt = FIXED_FORMATS.get(element)
+
+    if fmt is not None:
+        size = _struct.calcsize(">" + fmt)
+
+        def read_fixed_items(buf: Any, pos: int) -> tuple[Any, int]:
+            n, pos = read_count(buf, pos)
+            if n is None:
+                return None, pos
+            return list(_struct.unpack_from(f">{n}{fmt}", buf, pos)), pos + n * size
+
+        def write_fixed_items(out: list, values: Any) -> None:
+            if values is None:
+                if not nullable:
+                    raise LocalProtocolError(f"{path}: null in a non-nullable array")
+                out.append(null)
+                return
+            out.append(encode_count(len(values)))
+            out.append(_struct.pack(f">{len(values)}{fmt}", *values))
+
+        return read_fixed_items, write_fixed_items
+
+    if f.is_struct:
+        read_item, write_item = _struct_codec(ctx, ctx.spec.structs[element], path + "[]")
+    else:
+        read_item, write_item = _scalar_codec(element, compact, False, path + "[]")
+
+    def read_items(buf: Any, pos: int) -> tuple[Any, int]:
+        n, pos = read_count(buf, pos)
+        if n is None:
+            return None, pos
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = read_item(buf, pos)
+            append(item)
+        return items, pos
+
+    def write_items(out: list, values: Any) -> None:
+        if values is None:
+            if not nullable:
+                raise LocalProtocolError(f"{path}: null in a non-nullable array")
+            out.append(null)
+            return
+        out.append(encode_count(len(values)))
+        for value in values:
+            write_item(out, value)
+
+    return read_items, write_items
+
+
+_STRUCT_NULL = p.INT8.pack(-1)
+_STRUCT_PRESENT = p.INT8.pack(1)
+
+
+def _nullable_struct(read: Any, write: Any) -> tuple[p.Reader, p.Writer]:
+    """A nullable struct is preceded by an int8 marker: -1 for null, 1 otherwise."""
+
+    def read_nullable(buf: Any, pos: int) -> tuple[Any, int]:
+        if p.INT8.unpack_from(buf, pos)[0] < 0:
+            return None, pos + 1
+        return read(buf, pos + 1)
+
+    def write_nullable(out: list, value: Any) -> None:
+        if value is None:
+            out.append(_STRUCT_NULL)
+        else:
+            out.append(_STRUCT_PRESENT)
+            write(out, value)
+
+    return read_nullable, write_nullable
+
+
+def _is_default(f: FieldSpec, ctx: _Context) -> Callable[[Any], bool]:
+    """Kafka's test of whether a field holds its default (tagged and absent fields)."""
+    if f.is_array:
+        if f.default == "null":
+            return lambda v: v is None
+        return lambda v: not v
+    if f.is_struct:
+        if f.default == "null":
+            return lambda v: v is None
+        cls = ctx.classes[f.element_type]
+        default_values = cls._values(cls())
+
+        def is_default_struct(v: Any) -> bool:
+            return (
+                type(v) is cls and not v._unknown_tagged_fields and cls._values(v) == default_values
+            )
+
+        return is_default_struct
+    if f.type == "records":
+        return lambda v: v is None
+    default = f.default_value()
+    if f.type == "bytes":
+        if default is None:
+            return lambda v: v is None
+        return lambda v: v is not None and len(v) == 0
+    if default is None:
+        return lambda v: v is None
+    return lambda v: v == default
+
+
+# --------------------------------------------------------------------------------------
+# Tagged fields
+
+
+def _tags_reader(tagged: list) -> Callable[[Any, int, Any], int]:
+    known = {tag: (name, read_value) for tag, name, read_value, _, _ in tagged}
+    read_uvarint = p.read_unsigned_varint
+
+    def read_tags(buf: Any, pos: int, obj: Any) -> int:
+        n, pos = read_uvarint(buf, pos)
+        if n == 0:
+            obj._unknown_tagged_fields = ()
+            return pos
+        unknown = []
+        for _ in range(n):
+            tag, pos = read_uvarint(buf, pos)
+            size, pos = read_uvarint(buf, pos)
+            end = pos + size
+            if end > len(buf):
+                raise p.DecodeError(f"tagged field {tag} runs past the end of the buffer")
+            entry = known.get(tag)
+            if entry is None:
+                unknown.append((tag, bytes(buf[pos:end])))
+            else:
+                value, stop = entry[1](buf[:end], pos)
+                if stop != end:
+                    raise p.DecodeError(f"tagged field {tag}: {size} bytes announced")
+                setattr(obj, entry[0], value)
+            pos = end
+        obj._unknown_tagged_fields = unknown or ()
+        return pos
+
+    return read_tags
+
+
+def _tags_writer(tagged: list) -> Callable[[list, Any], None]:
+    fields = tuple(
+        (tag, name, write_value, is_default) for tag, name, _, write_value, is_default in tagged
+    )
+
+    def write_tags(out: list, obj: Any) -> None:
+        present = []
+        for tag, name, write_value, is_default in fields:
+            value = getattr(obj, name)
+            if not is_default(value):
+                pieces: list = []
+                write_value(pieces, value)
+                present.append((tag, pieces))
+        unknown = getattr(obj, "_unknown_tagged_fields", ())
+        if unknown:
+            present.extend((tag, [data]) for tag, data in unknown)
+            present.sort(key=_first)
+        if present:
+            p.write_tagged_fields(out, present)
+        else:
+            out.append(_NO_TAGS)
+
+    return write_tags
