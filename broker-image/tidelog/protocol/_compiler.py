@@ -69,16 +69,19 @@ class Codec:
 
 
 class _Context:
-    def __init__(self, spec: MessageSpec, version: int) -> None:
+    def __init__(self, spec: MessageSpec, version: int, strict: bool = True) -> None:
         self.spec = spec
         self.version = version
+        self.strict = strict
         self.flexible = version in spec.flexible_versions
         self.classes = message_classes(spec)
         self.structs: dict[str, tuple[Any, Any]] = {}
 
 
-def compile_message(spec: MessageSpec, version: int) -> Codec:
-    context = _Context(spec, version)
+def compile_message(spec: MessageSpec, version: int, strict: bool = True) -> Codec:
+    """``strict=False`` writes leave out fields the version lacks even when they hold a
+    value (a server filling responses for its newest version answers older clients)."""
+    context = _Context(spec, version, strict)
     read, write = _struct_codec(context, spec.struct, spec.name)
     return Codec(spec.name, version, context.classes[spec.name], read, write)
 
@@ -147,7 +150,8 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
             return obj, pos
         return obj, read_tags(buf, pos, obj)
 
-    write_steps_t, strict_absent_t = tuple(write_steps), tuple(strict_absent)
+    write_steps_t = tuple(write_steps)
+    strict_absent_t = tuple(strict_absent) if ctx.strict else ()
     write_tags = _tags_writer(tagged) if flexible else None
 
     def write(out: list, obj: Any) -> None:

@@ -227,9 +227,12 @@ _HEADER_START = struct.Struct(">hhi")
 
 _request_codecs: dict[tuple[int, int], Codec] = {}
 _response_codecs: dict[tuple[int, int], Codec] = {}
+_lenient_response_codecs: dict[tuple[int, int], Codec] = {}
 
 
-def _codec(cache: dict, api_key: int, api_version: int, request: bool) -> Codec:
+def _codec(
+    cache: dict, api_key: int, api_version: int, request: bool, strict: bool = True
+) -> Codec:
     codec = cache.get((api_key, api_version))
     if codec is None:
         spec = api_spec(api_key)
@@ -238,7 +241,8 @@ def _codec(cache: dict, api_key: int, api_version: int, request: bool) -> Codec:
                 f"api key {api_key} version {api_version} is not supported",
                 error_code=ErrorCode.UNSUPPORTED_VERSION,
             )
-        codec = compile_message(spec.request if request else spec.response, api_version)
+        message = spec.request if request else spec.response
+        codec = compile_message(message, api_version, strict)
         cache[api_key, api_version] = codec
     return codec
 
@@ -248,8 +252,11 @@ def request_codec(api_key: int, api_version: int) -> Codec:
     return _codec(_request_codecs, api_key, api_version, True)
 
 
-def response_codec(api_key: int, api_version: int) -> Codec:
-    """The compiled response body codec (compiled on first use)."""
+def response_codec(api_key: int, api_version: int, *, strict: bool = True) -> Codec:
+    """The compiled response body codec (compiled on first use). A non-strict codec
+    leaves out fields the version lacks instead of refusing them."""
+    if not strict:
+        return _codec(_lenient_response_codecs, api_key, api_version, False, strict=False)
     return _codec(_response_codecs, api_key, api_version, False)
 
 
@@ -354,12 +361,14 @@ def _encode(parts: list, codec: Codec, value: Any, what: str) -> None:
         raise LocalProtocolError(f"{what}: {type(e).__name__}: {e}") from e
 
 
-def _response_parts(header: Any, api_key: int, api_version: int, body: Any) -> list:
+def _response_parts(
+    header: Any, api_key: int, api_version: int, body: Any, strict: bool = True
+) -> list:
     if isinstance(header, int):
         header = ResponseHeader(correlation_id=header)
     elif not isinstance(header, ResponseHeader):
         header = ResponseHeader(correlation_id=header.correlation_id)
-    codec = response_codec(api_key, api_version)
+    codec = response_codec(api_key, api_version, strict=strict)
     parts: list = []
     header_codec = RESPONSE_HEADER_CODECS[response_header_version(api_key, api_version)]
     _encode(parts, header_codec, header, "ResponseHeader")
@@ -375,10 +384,13 @@ def encode_response(header: Any, api_key: int, api_version: int, body: Any) -> b
     return b"".join(_response_parts(header, api_key, api_version, body))
 
 
-def encode_response_chunks(header: Any, api_key: int, api_version: int, body: Any) -> list:
+def encode_response_chunks(
+    header: Any, api_key: int, api_version: int, body: Any, *, strict: bool = True
+) -> list:
     """The size prefix and the response frame as pieces to write in order; records values
-    are passed through uncopied, so the pieces may be ``memoryview`` or other objects."""
-    parts = _response_parts(header, api_key, api_version, body)
+    are passed through uncopied, so the pieces may be ``memoryview`` or other objects.
+    ``strict=False`` leaves out fields ``api_version`` lacks (see ``response_codec``)."""
+    parts = _response_parts(header, api_key, api_version, body, strict)
     size = sum(map(len, parts))
     parts.insert(0, p.INT32.pack(size))
     return parts

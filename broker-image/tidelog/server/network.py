@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from tidelog.storage.file_records import FileSlice
 
-__all__ = ["ConnectionContext", "ResponsePart", "SocketServer"]
+__all__ = ["CloseConnection", "ConnectionContext", "ResponsePart", "SocketServer"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +30,10 @@ ResponsePart = bytes | bytearray | memoryview | FileSlice
 Handler = Callable[[bytes, "ConnectionContext"], Awaitable[Sequence[ResponsePart] | None]]
 
 _ids = itertools.count(1)
+
+
+class CloseConnection(Exception):
+    """Raised by a handler to close its connection with a warning (not a crash)."""
 
 
 @dataclass
@@ -96,6 +100,14 @@ class SocketServer:
                     await self._write(writer, parts)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # the client went away
+        except CloseConnection as reason:
+            logger.warning(
+                "closing connection %s from %s:%d: %s",
+                context.connection_id,
+                context.peer_host,
+                context.peer_port,
+                reason,
+            )
         except TimeoutError:
             logger.info(
                 "closing connection %s from %s:%d: idle for more than %.0f s",
@@ -138,6 +150,8 @@ class SocketServer:
 
     @staticmethod
     async def _write(writer: asyncio.StreamWriter, parts: Sequence[ResponsePart]) -> None:
+        if writer.transport.is_closing():  # the client left while its request waited
+            raise ConnectionResetError("the client closed the connection")
         loop = asyncio.get_running_loop()
         for part in parts:
             if isinstance(part, FileSlice):

@@ -140,7 +140,7 @@ class LogManager:
         clean = marker.exists()
         recovery_points = _read_checkpoint_or_empty(directory / RECOVERY_POINT_CHECKPOINT)
         start_offsets = _read_checkpoint_or_empty(directory / LOG_START_OFFSET_CHECKPOINT)
-        if not clean:
+        if not clean and recovery_points:
             logger.warning("%s was not shut down cleanly: recovering its logs", directory)
         for partition_dir in sorted(p for p in directory.iterdir() if p.is_dir()):
             try:

@@ -1,0 +1,1 @@
+"""Coordinators: producer ids now; consumer groups and their offsets topic later."""

@@ -1,0 +1,1 @@
+"""Partitions this broker hosts, their leadership, high watermark and waiting requests."""

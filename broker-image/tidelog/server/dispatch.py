@@ -1,0 +1,77 @@
+"""From a request frame to response parts: decode, route to the API's handler, encode.
+
+Protocol faults are answered the way Kafka answers them: an ApiVersions request of an
+unknown version gets the v0 body with UNSUPPORTED_VERSION and our ranges; any other
+undecodable request (unknown API, unsupported version, malformed body) closes that
+connection with a log line naming the client, because no response the client could
+read exists for it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from tidelog.protocol import ApiKey, decode_request, encode_response_chunks
+from tidelog.protocol.errors import RemoteProtocolError, UnsupportedVersionError
+from tidelog.server.handlers.api_versions import (
+    handle_api_versions,
+    unsupported_version_response,
+    version_ranges,
+)
+from tidelog.server.handlers.create_topics import handle_create_topics
+from tidelog.server.handlers.fetch import handle_fetch
+from tidelog.server.handlers.init_producer_id import handle_init_producer_id
+from tidelog.server.handlers.list_offsets import handle_list_offsets
+from tidelog.server.handlers.metadata import handle_metadata
+from tidelog.server.handlers.produce import handle_produce
+from tidelog.server.network import CloseConnection, ConnectionContext
+
+__all__ = ["HANDLERS", "RequestDispatcher"]
+
+logger = logging.getLogger(__name__)
+
+HANDLERS = {
+    ApiKey.API_VERSIONS: handle_api_versions,
+    ApiKey.METADATA: handle_metadata,
+    ApiKey.PRODUCE: handle_produce,
+    ApiKey.FETCH: handle_fetch,
+    ApiKey.LIST_OFFSETS: handle_list_offsets,
+    ApiKey.CREATE_TOPICS: handle_create_topics,
+    ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,
+}
+
+
+class RequestDispatcher:
+    def __init__(self, broker, handlers=None):
+        self.broker = broker
+        self.handlers = dict(handlers or HANDLERS)
+        broker.advertised_versions = version_ranges(self.handlers)
+
+    async def __call__(self, frame: bytes, context: ConnectionContext):
+        try:
+            header, body = decode_request(frame)
+        except UnsupportedVersionError as error:
+            if error.api_key == ApiKey.API_VERSIONS:
+                return encode_response_chunks(
+                    error.correlation_id,
+                    ApiKey.API_VERSIONS,
+                    0,
+                    unsupported_version_response(self.broker),
+                )
+            raise CloseConnection(f"{error} (client at {context.peer_host})") from None
+        except RemoteProtocolError as error:
+            raise CloseConnection(f"{error} (client at {context.peer_host})") from None
+        handler = self.handlers.get(header.request_api_key)
+        if handler is None:
+            raise CloseConnection(
+                f"{ApiKey(header.request_api_key).name} is not served by this broker "
+                f"(client {header.client_id!r} at {context.peer_host})"
+            )
+        response = await handler(self.broker, header, body, context)
+        if response is None:
+            return None
+        # Handlers fill responses for the newest version; older versions leave out the
+        # fields they lack.
+        return encode_response_chunks(
+            header, header.request_api_key, header.request_api_version, response, strict=False
+        )

@@ -1,0 +1,95 @@
+"""Fetch for consumers: whole batches below the high watermark, long-polled.
+
+The broker answers at once when the data gathered reaches ``min_bytes`` or a partition
+has an error; otherwise it waits in purgatory until an append to one of the fetched
+partitions, or ``max_wait_ms``, then reads again. Records go out as file slices, sent
+with sendfile. Fetch sessions are not kept: session id 0 tells clients to send full
+fetches, which every client supports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from tidelog.protocol import ApiKey, response_class
+from tidelog.protocol.errors import ErrorCode
+
+__all__ = ["handle_fetch"]
+
+FetchResponse = response_class(ApiKey.FETCH)
+_NO_RECORDS = b""
+
+
+def _resolve_topics(broker, header, request):
+    """(name, topic id, fetch topic) per topic; names from ids for v13+."""
+    resolved = []
+    for topic in request.topics:
+        if header.request_api_version >= 13:
+            entry = broker.metadata.topic_by_id(topic.topic_id)
+            resolved.append((entry.name if entry else None, topic.topic_id, topic))
+        else:
+            resolved.append((topic.topic, None, topic))
+    return resolved
+
+
+def _read_all(broker, topics, max_bytes: int, isolation_level: int):
+    """One pass over every partition; returns (responses, bytes gathered, any error)."""
+    remaining = max_bytes
+    gathered = 0
+    failed = False
+    responses = []
+    for name, topic_id, topic in topics:
+        partitions = []
+        for wanted in topic.partitions:
+            if name is None:
+                code, result = ErrorCode.UNKNOWN_TOPIC_ID, None
+            else:
+                result = broker.replica_manager.read(
+                    name,
+                    wanted.partition,
+                    wanted.fetch_offset,
+                    min(wanted.partition_max_bytes, remaining),
+                    min_one_message=gathered == 0,
+                )
+                code = result.error
+            failed |= code != ErrorCode.NONE
+            size = result.size if result else 0
+            gathered += size
+            remaining = max(0, remaining - size)
+            hw = result.high_watermark if result else -1
+            partitions.append(
+                FetchResponse.PartitionData(
+                    partition_index=wanted.partition,
+                    error_code=code,
+                    high_watermark=hw,
+                    last_stable_offset=hw,
+                    log_start_offset=result.log_start_offset if result else -1,
+                    aborted_transactions=None if isolation_level == 0 else [],
+                    records=result.records.records if result and result.records else _NO_RECORDS,
+                )
+            )
+        responses.append(
+            FetchResponse.FetchableTopicResponse(
+                topic=name or "", topic_id=topic_id, partitions=partitions
+            )
+        )
+    return responses, gathered, failed
+
+
+async def handle_fetch(broker, header, request, context):
+    if request.replica_id >= 0 or (request.replica_state and request.replica_state.replica_id >= 0):
+        return FetchResponse(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER, responses=[])
+    topics = _resolve_topics(broker, header, request)
+    max_bytes = request.max_bytes if header.request_api_version >= 3 else 2**31 - 1
+    deadline = time.monotonic() + request.max_wait_ms / 1000
+    watched = [(name, p.partition) for name, _, t in topics if name for p in t.partitions]
+    while True:
+        wake = broker.replica_manager.purgatory.watch(watched)
+        responses, gathered, failed = _read_all(broker, topics, max_bytes, request.isolation_level)
+        left = deadline - time.monotonic()
+        if gathered >= request.min_bytes or failed or left <= 0 or not watched:
+            wake.cancel()
+            return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
+        await asyncio.wait([wake], timeout=left)
+        wake.cancel()  # no-op when it fired; forgets the watch when the wait timed out

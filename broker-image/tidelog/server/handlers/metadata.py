@@ -1,0 +1,89 @@
+"""Metadata: brokers, controller, cluster id, and each topic's partitions."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from tidelog.protocol import ApiKey, response_class
+from tidelog.protocol.errors import ErrorCode
+from tidelog.server.topic_names import topic_name_error
+
+__all__ = ["handle_metadata"]
+
+logger = logging.getLogger(__name__)
+
+MetadataResponse = response_class(ApiKey.METADATA)
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def _partition(state) -> object:
+    return MetadataResponse.MetadataResponsePartition(
+        error_code=ErrorCode.NONE if state.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+        partition_index=state.partition,
+        leader_id=state.leader,
+        leader_epoch=state.leader_epoch,
+        replica_nodes=list(state.replicas),
+        isr_nodes=list(state.isr),
+        offline_replicas=list(state.offline_replicas),
+    )
+
+
+def _topic(entry) -> object:
+    return MetadataResponse.MetadataResponseTopic(
+        error_code=ErrorCode.NONE,
+        name=entry.name,
+        topic_id=entry.topic_id,
+        is_internal=entry.is_internal,
+        partitions=[_partition(s) for _, s in sorted(entry.partitions.items())],
+    )
+
+
+def _error_topic(name, code, topic_id=ZERO_UUID) -> object:
+    return MetadataResponse.MetadataResponseTopic(
+        error_code=code, name=name, topic_id=topic_id, is_internal=False, partitions=[]
+    )
+
+
+async def handle_metadata(broker, header, request, context):
+    cache = broker.metadata
+    if request.topics is None:  # every topic
+        topics = [_topic(entry) for _, entry in sorted(cache.topics.items())]
+    else:
+        topics = []
+        auto_create = header.request_api_version < 4 or request.allow_auto_topic_creation
+        for wanted in request.topics:
+            name = wanted.name
+            if name is None:  # v10+: asked by id
+                entry = cache.topic_by_id(wanted.topic_id)
+                topics.append(
+                    _topic(entry)
+                    if entry
+                    else _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, wanted.topic_id)
+                )
+                continue
+            entry = cache.topics.get(name)
+            if entry is not None:
+                topics.append(_topic(entry))
+            elif topic_name_error(name):
+                topics.append(_error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
+            elif auto_create and broker.config["auto.create.topics.enable"]:
+                code = await broker.auto_create_topic(name)
+                topics.append(_error_topic(name, code))
+            else:
+                topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    brokers = []
+    for broker_id, registration in sorted(cache.brokers.items()):
+        endpoint = cache.endpoint(broker_id, context.listener)
+        if endpoint is not None:
+            brokers.append(
+                MetadataResponse.MetadataResponseBroker(
+                    node_id=broker_id, host=endpoint[0], port=endpoint[1], rack=registration.rack
+                )
+            )
+    return MetadataResponse(
+        brokers=brokers,
+        cluster_id=cache.cluster_id,
+        controller_id=cache.controller_id if cache.controller_id is not None else -1,
+        topics=topics,
+    )

@@ -1,0 +1,70 @@
+"""Every broker's view of the cluster: live brokers, topics, partition leaders and ISR,
+the controller. The controller keeps it current (UpdateMetadata), so any broker can
+answer Metadata requests.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from tidelog.controller.zk_data import BrokerRegistration
+
+__all__ = ["MetadataCache", "PartitionMetadata", "TopicMetadata"]
+
+
+@dataclass
+class PartitionMetadata:
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    offline_replicas: list[int] = field(default_factory=list)
+
+
+@dataclass
+class TopicMetadata:
+    name: str
+    topic_id: uuid.UUID
+    partitions: dict[int, PartitionMetadata] = field(default_factory=dict)
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name in ("__consumer_offsets", "__transaction_state")
+
+
+class MetadataCache:
+    def __init__(self, cluster_id: str):
+        self.cluster_id = cluster_id
+        self.controller_id: int | None = None
+        self.brokers: dict[int, BrokerRegistration] = {}
+        self.topics: dict[str, TopicMetadata] = {}
+
+    def update_brokers(self, brokers: dict[int, BrokerRegistration]) -> None:
+        self.brokers = dict(brokers)
+
+    def update_partition(self, topic: str, topic_id: uuid.UUID, state: PartitionMetadata) -> None:
+        entry = self.topics.get(topic)
+        if entry is None or entry.topic_id != topic_id:
+            entry = self.topics[topic] = TopicMetadata(topic, topic_id)
+        entry.partitions[state.partition] = state
+
+    def remove_topic(self, topic: str) -> None:
+        self.topics.pop(topic, None)
+
+    def partition(self, topic: str, partition: int) -> PartitionMetadata | None:
+        entry = self.topics.get(topic)
+        return entry.partitions.get(partition) if entry else None
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        return next((t for t in self.topics.values() if t.topic_id == topic_id), None)
+
+    def endpoint(self, broker_id: int, listener: str) -> tuple[str, int] | None:
+        broker = self.brokers.get(broker_id)
+        if broker is None:
+            return None
+        for name, host, port in broker.endpoints:
+            if name == listener:
+                return host, port
+        return None
