@@ -69,7 +69,11 @@ async def handle_metadata(broker, header, request, context):
                 topics.append(_error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
             elif auto_create and broker.config["auto.create.topics.enable"]:
                 code = await broker.auto_create_topic(name)
-                topics.append(_error_topic(name, code))
+                created = cache.topics.get(name)
+                if code == ErrorCode.NONE and created is not None:
+                    topics.append(_topic(created))
+                else:
+                    topics.append(_error_topic(name, code or ErrorCode.LEADER_NOT_AVAILABLE))
             else:
                 topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     brokers = []
