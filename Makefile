@@ -21,7 +21,7 @@ ZOOKEEPER_STAMP := $(ZOOKEEPER_LIBS)/.complete
 
 export TIDELOG_ZOOKEEPER_LIBS := $(ZOOKEEPER_LIBS)
 
-.PHONY: setup test lint bench-storage kafka-libs zookeeper-libs clean
+.PHONY: setup run test lint bench-storage kafka-libs zookeeper-libs clean
 
 setup: $(STAMP) zookeeper-libs
 
@@ -59,6 +59,10 @@ $(ZOOKEEPER_STAMP): tools/zookeeper/pom.xml
 protocol-messages: kafka-libs
 	$(PYTHON) tools/protocol/extract_messages.py --libs $(KAFKA_LIBS) \
 	    --kafka-version $(KAFKA_VERSION)
+
+# A local cluster on 127.0.0.1: ZooKeeper, a broker and a demo topic; Ctrl-C stops it.
+run: setup
+	$(BIN)/tidelog-local
 
 test: setup kafka-libs
 	$(BIN)/pytest

@@ -1,0 +1,82 @@
+"""High-level admin calls over :class:`BrokerConnection` (a growing subset of Kafka's
+Admin API)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tidelog.admin.connection import BrokerConnection
+from tidelog.protocol import ApiKey
+from tidelog.protocol.errors import ErrorCode
+
+__all__ = ["AdminClient", "AdminError"]
+
+
+class AdminError(Exception):
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = ErrorCode(code)
+
+
+def _split(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+class AdminClient:
+    def __init__(self, bootstrap: str, *, timeout: float = 30.0):
+        self.bootstrap = [_split(a) for a in bootstrap.split(",")]
+        self.timeout = timeout
+
+    def _connect(self, address: tuple[str, int] | None = None) -> BrokerConnection:
+        errors = []
+        for host, port in [address] if address else self.bootstrap:
+            try:
+                return BrokerConnection(host, port, timeout=self.timeout)
+            except OSError as error:
+                errors.append(f"{host}:{port}: {error}")
+        raise ConnectionError("no broker answered: " + "; ".join(errors))
+
+    def metadata(self, topics: list[str] | None = None):
+        with self._connect() as connection:
+            body = {
+                "topics": None if topics is None else [{"name": t} for t in topics],
+                "allow_auto_topic_creation": False,
+            }
+            return connection.request(ApiKey.METADATA, None, body)
+
+    def _controller(self) -> tuple[str, int]:
+        metadata = self.metadata([])
+        broker = next(b for b in metadata.brokers if b.node_id == metadata.controller_id)
+        return broker.host, broker.port
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+        *,
+        exist_ok: bool = False,
+    ) -> None:
+        body = {
+            "topics": [
+                {
+                    "name": name,
+                    "num_partitions": partitions,
+                    "replication_factor": replication_factor,
+                    "assignments": [],
+                    "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
+                }
+            ],
+            "timeout_ms": int(self.timeout * 1000),
+            "validate_only": False,
+        }
+        with self._connect(self._controller()) as connection:
+            result = connection.request(ApiKey.CREATE_TOPICS, None, body).topics[0]
+        if result.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and exist_ok:
+            return
+        if result.error_code != ErrorCode.NONE:
+            raise AdminError(
+                result.error_code, result.error_message or ErrorCode(result.error_code).name
+            )
