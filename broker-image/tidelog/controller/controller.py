@@ -216,6 +216,17 @@ class Controller:
         await self.enqueue(lambda: self._add_topics(assignments, configs, results))
         return results
 
+    async def add_partitions(self, topic: str, new_partitions: dict[int, list[int]]) -> None:
+        """CreatePartitions on the controller, as an event in the queue: extend the
+        topic's assignment in ZooKeeper, then bring the new partitions online. Raises
+        the ZooKeeper client's error when the topic changed meanwhile."""
+        await self.enqueue(lambda: self._add_partitions(topic, new_partitions))
+
+    async def _add_partitions(self, topic: str, new_partitions: dict[int, list[int]]) -> None:
+        assignment = await self._zk(self.zk.add_topic_partitions, topic, new_partitions)
+        self.assignments[topic] = assignment
+        await self._start_partitions(assignment, sorted(new_partitions))
+
     async def _delete_topics(self, topics: list[str]) -> None:
         """Stop and delete every replica, then remove the znodes."""
         for topic in topics:

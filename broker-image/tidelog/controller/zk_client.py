@@ -42,17 +42,24 @@ from tidelog.controller.zk_data import (
 )
 
 __all__ = [
+    "CONFIG_CHANGE_EXPIRATION_MS",
     "PRODUCER_ID_BLOCK_SIZE",
     "BrokerIdTakenError",
     "KafkaZkClient",
+    "PartitionsChangedError",
+    "ReassignmentInProgressError",
     "TopicExistsError",
     "ZkError",
+    "config_change_number",
 ]
 
 logger = logging.getLogger(__name__)
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 RESERVED_BROKER_MAX_ID = 1000
+# Kafka removes config change notifications this long after they were made.
+CONFIG_CHANGE_EXPIRATION_MS = 15 * 60 * 1000
+CONFIG_CHANGE_PREFIX = "config_change_"
 
 
 class ZkError(Exception):
@@ -65,6 +72,21 @@ class BrokerIdTakenError(ZkError):
 
 class TopicExistsError(ZkError):
     error_code = 36  # TOPIC_ALREADY_EXISTS
+
+
+class ReassignmentInProgressError(ZkError):
+    error_code = 60  # REASSIGNMENT_IN_PROGRESS
+
+
+class PartitionsChangedError(ZkError):
+    """The topic's partitions changed between the check and the write (CreatePartitions)."""
+
+    error_code = 37  # INVALID_PARTITIONS
+
+
+def config_change_number(name: str) -> int:
+    """``config_change_0000000042`` → 42."""
+    return int(name[len(CONFIG_CHANGE_PREFIX) :])
 
 
 def split_connect_string(connect: str) -> tuple[str, str]:
@@ -217,6 +239,40 @@ class KafkaZkClient:
     def set_topic_assignment(self, assignment: TopicAssignment) -> None:
         self.zk.set(topic_path(assignment.topic), assignment.encode())
 
+    def add_topic_partitions(
+        self, topic: str, new_partitions: Mapping[int, list[int]]
+    ) -> TopicAssignment:
+        """Extend a topic's assignment with new partitions (CreatePartitions), written
+        conditionally on the version read, so a concurrent change fails instead of being
+        overwritten. Refused while a reassignment of the topic is in progress."""
+        try:
+            data, stat = self.zk.get(topic_path(topic))
+        except NoNodeError:
+            raise ZkError(f"topic {topic!r} does not exist") from None
+        document = decode_json(data)
+        if document.get("adding_replicas") or document.get("removing_replicas"):
+            raise ReassignmentInProgressError(
+                f"A partition reassignment is in progress for the topic '{topic}'."
+            )
+        current = TopicAssignment.decode(topic, data)
+        expected = range(len(current.partitions), len(current.partitions) + len(new_partitions))
+        if sorted(current.partitions) != list(range(len(current.partitions))) or sorted(
+            new_partitions
+        ) != list(expected):
+            raise PartitionsChangedError(
+                f"the partitions of topic '{topic}' changed meanwhile; try again"
+            )
+        updated = TopicAssignment(
+            topic, current.topic_id, {**current.partitions, **dict(new_partitions)}
+        )
+        try:
+            self.zk.set(topic_path(topic), updated.encode(), version=stat.version)
+        except (BadVersionError, NoNodeError):
+            raise PartitionsChangedError(
+                f"the assignment of topic '{topic}' changed meanwhile; try again"
+            ) from None
+        return updated
+
     def mark_topic_for_deletion(self, topic: str) -> None:
         with contextlib.suppress(NodeExistsError):
             self.zk.create(f"{DELETE_TOPICS}/{topic}", b"", makepath=True)
@@ -265,11 +321,49 @@ class KafkaZkClient:
         except NoNodeError:
             self.zk.create(path, document, makepath=True)
         self.zk.create(
-            f"{CONFIG_CHANGES}/config_change_",
+            f"{CONFIG_CHANGES}/{CONFIG_CHANGE_PREFIX}",
             encode_json({"version": 2, "entity_path": f"{entity_type}/{name}"}),
             sequence=True,
             makepath=True,
         )
+
+    def config_changes(self, watch: Callable | None = None) -> list[str]:
+        """The pending change notifications (``config_change_<seq>``), oldest first."""
+        children = self.zk.get_children(CONFIG_CHANGES, watch=watch)
+        return sorted(c for c in children if c.startswith(CONFIG_CHANGE_PREFIX))
+
+    def config_change(self, name: str) -> tuple[str, str] | None:
+        """The (entity type, entity name) a notification announces, or None when it is
+        gone or unreadable. Reads both of Kafka's formats: version 2 with
+        ``entity_path`` (``topics/orders``) and version 1 with ``entity_type`` and
+        ``entity_name``."""
+        try:
+            data, _ = self.zk.get(f"{CONFIG_CHANGES}/{name}")
+            document = decode_json(data)
+        except (NoNodeError, ValueError):
+            return None
+        if not isinstance(document, dict):
+            return None
+        if "entity_path" in document:
+            entity_type, _, entity_name = str(document["entity_path"]).partition("/")
+        else:
+            entity_type, entity_name = document.get("entity_type"), document.get("entity_name")
+        if not entity_type or not entity_name:
+            return None
+        return entity_type, entity_name
+
+    def purge_config_changes(self, names: list[str], now_ms: int) -> None:
+        """Delete the notifications among ``names`` (oldest first) older than Kafka's
+        expiration; stops at the first one still young."""
+        for name in names:
+            path = f"{CONFIG_CHANGES}/{name}"
+            stat = self.zk.exists(path)
+            if stat is None:
+                continue
+            if now_ms - stat.ctime <= CONFIG_CHANGE_EXPIRATION_MS:
+                return
+            with contextlib.suppress(NoNodeError):
+                self.zk.delete(path)
 
     def broker_configs(self, broker_id: int) -> tuple[dict[str, str], dict[str, str]]:
         """(cluster-wide ``<default>``, this broker's) dynamic configs."""

@@ -4,28 +4,42 @@ Start-up order: ZooKeeper session and cluster id, the logs (recovered if the las
 shutdown was unclean), the listeners, then the ``/brokers/ids/<id>`` registration (a
 taken id stops the start with one clear error), then the controller election. Shut-down
 reverses it and ends with the logs flushed, checkpointed and marked clean.
+
+Dynamic configuration (seed 003): the dynamic broker configs in ZooKeeper are layered
+over the static ones at start-up, and the broker follows ``/config/changes``: the kazoo
+watch only hands over to the event loop, which reads the announced entity (ZooKeeper
+calls in worker threads) and applies it, a topic's overrides to its logs, a broker
+change (this broker's or ``<default>``) to the defaults of every topic without an
+override of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 import uuid
 from dataclasses import replace
 
 from tidelog.controller.controller import Controller, ControllerChannel, PartitionLeadership
-from tidelog.controller.zk_client import KafkaZkClient
-from tidelog.controller.zk_data import BrokerRegistration, TopicAssignment, new_uuid
+from tidelog.controller.zk_client import KafkaZkClient, config_change_number
+from tidelog.controller.zk_data import (
+    DEFAULT_ENTITY,
+    BrokerRegistration,
+    TopicAssignment,
+    new_uuid,
+)
 from tidelog.coordinator.producer_ids import ProducerIdManager
 from tidelog.protocol.errors import ErrorCode
 from tidelog.replication.replica_manager import AppendResult, ReplicaManager
-from tidelog.server.config import BrokerConfig
+from tidelog.server.config import BrokerConfig, ConfigError
 from tidelog.server.dispatch import RequestDispatcher
 from tidelog.server.handlers.create_topics import TopicRequestError, plan_topic
 from tidelog.server.metadata_cache import MetadataCache, PartitionMetadata
 from tidelog.server.network import SocketServer
 from tidelog.storage.cleaner import CleanerConfig
-from tidelog.storage.config import LogConfig
+from tidelog.storage.config import LogConfig, LogConfigError
 from tidelog.storage.log_manager import LogManager
 
 __all__ = ["Broker"]
@@ -43,6 +57,14 @@ class Broker:
         self._controller_epoch = 0
         self._tasks: list[asyncio.Task] = []
         self.stopped = asyncio.Event()
+        # Listeners are bound before registration (a port 0 listener must be known to
+        # register it), but requests wait until the controller election has run, so a
+        # client never learns an empty cluster from a broker that is starting.
+        self.ready = asyncio.Event()
+        # Each topic's overrides as last read from /config/topics/<topic>.
+        self._topic_overrides: dict[str, dict[str, str]] = {}
+        self._last_config_change = -1
+        self._config_changed = asyncio.Event()
 
     # -- life cycle ----------------------------------------------------------------------
 
@@ -57,6 +79,8 @@ class Broker:
         cluster_id = await asyncio.to_thread(self.zk.get_or_create_cluster_id)
         if self.broker_id < 0:
             self.broker_id = await asyncio.to_thread(self.zk.generate_broker_id)
+        await self._load_dynamic_config()
+        config = self.config
         self.metadata = MetadataCache(cluster_id)
         self.log_manager = LogManager(
             config.log_dirs,
@@ -97,7 +121,13 @@ class Broker:
             self.broker_id, self.zk, ControllerChannel(self.broker_id, self)
         )
         self.controller.start()
+        # Queued behind the election: once it ran, an elected controller has sent us
+        # our metadata; a broker that lost the election serves what it knows.
+        await self.controller.enqueue(self._election_done)
+        self._loop = asyncio.get_running_loop()
+        self._config_changed.set()  # the first pass arms the watch
         self._tasks = [
+            asyncio.create_task(self._follow_config_changes(), name="config-changes"),
             asyncio.create_task(
                 self._every(
                     config["log.retention.check.interval.ms"], self.log_manager.cleanup_logs
@@ -116,14 +146,103 @@ class Broker:
             ", ".join(f"{n}://{h or '0.0.0.0'}:{p}" for n, h, p in self.bound_listeners),
         )
 
+    async def _election_done(self) -> None:
+        self.ready.set()
+
     def _topic_configs(self) -> dict[str, LogConfig]:
-        base = self.config.log_config()
         configs = {}
         for topic in self.zk.topics():
             overrides = self.zk.entity_config("topics", topic)
+            self._topic_overrides[topic] = overrides
             if overrides:
-                configs[topic] = LogConfig.from_properties(overrides, base=base)
+                configs[topic] = self._log_config_for(topic, overrides)
         return configs
+
+    # -- dynamic configuration ----------------------------------------------------------------
+
+    async def _load_dynamic_config(self) -> None:
+        """Start-up: layer the dynamic broker configs over the static ones. Notifications
+        already in ZooKeeper are covered by this read, so following starts after them."""
+        changes = await asyncio.to_thread(self.zk.config_changes)
+        if changes:
+            self._last_config_change = config_change_number(changes[-1])
+        cluster, mine = await asyncio.to_thread(self.zk.broker_configs, self.broker_id)
+        if cluster or mine:
+            try:
+                self.config = self.config.with_dynamic(cluster, mine)
+            except ConfigError as error:
+                logger.error("ignoring the dynamic broker configs in ZooKeeper: %s", error)
+
+    def _log_config_for(self, topic: str, overrides: dict[str, str]) -> LogConfig:
+        base = self.config.log_config()
+        try:
+            return LogConfig.from_properties(overrides, base=base)
+        except LogConfigError as error:
+            logger.error("ignoring the config overrides of topic %s: %s", topic, error)
+            return base
+
+    def _config_changes_watch(self, _event=None) -> None:
+        """kazoo's thread: hand over to the event loop, nothing else."""
+        with contextlib.suppress(RuntimeError):  # a closed loop: the broker has stopped
+            self._loop.call_soon_threadsafe(self._config_changed.set)
+
+    async def _follow_config_changes(self) -> None:
+        while True:
+            await self._config_changed.wait()
+            self._config_changed.clear()
+            try:
+                await self._process_config_changes()
+            except Exception:
+                logger.exception("processing /config/changes failed; retrying")
+                await asyncio.sleep(1)
+                self._config_changed.set()
+
+    async def _process_config_changes(self) -> None:
+        names = await asyncio.to_thread(self.zk.config_changes, self._config_changes_watch)
+        entities: list[tuple[str, str]] = []
+        for name in names:
+            try:
+                number = config_change_number(name)
+            except ValueError:
+                continue
+            if number <= self._last_config_change:
+                continue
+            entity = await asyncio.to_thread(self.zk.config_change, name)
+            self._last_config_change = number
+            if entity is not None and entity not in entities:
+                entities.append(entity)
+        for entity_type, entity_name in entities:
+            if entity_type == "topics":
+                await self.apply_topic_config_change(entity_name)
+            elif entity_type == "brokers" and entity_name in (DEFAULT_ENTITY, str(self.broker_id)):
+                await self.apply_broker_config_change()
+        if names:
+            now_ms = int(time.time() * 1000)
+            await asyncio.to_thread(self.zk.purge_config_changes, names, now_ms)
+
+    async def apply_topic_config_change(self, topic: str, *, announced: bool = True) -> None:
+        """Re-read a topic's overrides and apply them to its logs."""
+        overrides = await asyncio.to_thread(self.zk.entity_config, "topics", topic)
+        self._topic_overrides[topic] = overrides
+        self.log_manager.set_topic_config(topic, self._log_config_for(topic, overrides))
+        if announced:
+            logger.info("topic %s: config overrides now %s", topic, overrides)
+
+    async def apply_broker_config_change(self) -> None:
+        """Re-read the dynamic broker configs (this broker's and ``<default>``) and apply
+        them; topics follow the new defaults where they have no override."""
+        cluster, mine = await asyncio.to_thread(self.zk.broker_configs, self.broker_id)
+        try:
+            config = self.config.with_dynamic(cluster, mine)
+        except ConfigError as error:
+            logger.error("ignoring the dynamic broker configs in ZooKeeper: %s", error)
+            return
+        self.with_config(config)
+        hosted = {topic for topic, _ in self.log_manager.logs}
+        for topic in sorted(hosted | set(self._topic_overrides)):
+            overrides = self._topic_overrides.get(topic, {})
+            self.log_manager.set_topic_config(topic, self._log_config_for(topic, overrides))
+        logger.info("dynamic broker configs now: cluster-wide %s, broker %s", cluster, mine)
 
     def _registration(self) -> BrokerRegistration:
         bound = {name: port for name, _, port in self.bound_listeners}
@@ -167,6 +286,9 @@ class Broker:
     async def handle_leader_and_isr(self, epoch: int, states: list[PartitionLeadership]):
         if self._fenced(epoch):
             return ErrorCode.STALE_CONTROLLER_EPOCH
+        for topic in sorted({s.topic for s in states} - set(self._topic_overrides)):
+            # A topic new to this broker: its logs start with its configs.
+            await self.apply_topic_config_change(topic, announced=False)
         for state in states:
             self.replica_manager.become_leader_or_follower(
                 state.topic,
@@ -207,6 +329,10 @@ class Broker:
             return ErrorCode.STALE_CONTROLLER_EPOCH
         for topic, index in partitions:
             await asyncio.to_thread(self.replica_manager.stop_replica, topic, index, delete)
+        if delete:  # a topic of that name made later reads its configs afresh
+            hosted = {topic for topic, _ in self.log_manager.logs}
+            for topic in {t for t, _ in partitions} - hosted:
+                self._topic_overrides.pop(topic, None)
         return ErrorCode.NONE
 
     # -- helpers for handlers ------------------------------------------------------------------

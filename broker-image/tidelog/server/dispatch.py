@@ -18,10 +18,21 @@ from tidelog.server.handlers.api_versions import (
     unsupported_version_response,
     version_ranges,
 )
+from tidelog.server.handlers.configs import (
+    handle_alter_configs,
+    handle_describe_configs,
+    handle_incremental_alter_configs,
+)
+from tidelog.server.handlers.create_partitions import handle_create_partitions
 from tidelog.server.handlers.create_topics import handle_create_topics
+from tidelog.server.handlers.delete_records import handle_delete_records
+from tidelog.server.handlers.delete_topics import handle_delete_topics
+from tidelog.server.handlers.describe_cluster import handle_describe_cluster
 from tidelog.server.handlers.fetch import handle_fetch
+from tidelog.server.handlers.find_coordinator import handle_find_coordinator
 from tidelog.server.handlers.init_producer_id import handle_init_producer_id
 from tidelog.server.handlers.list_offsets import handle_list_offsets
+from tidelog.server.handlers.log_dirs import handle_describe_log_dirs
 from tidelog.server.handlers.metadata import handle_metadata
 from tidelog.server.handlers.produce import handle_produce
 from tidelog.server.network import CloseConnection, ConnectionContext
@@ -38,6 +49,15 @@ HANDLERS = {
     ApiKey.LIST_OFFSETS: handle_list_offsets,
     ApiKey.CREATE_TOPICS: handle_create_topics,
     ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,
+    ApiKey.DELETE_TOPICS: handle_delete_topics,
+    ApiKey.CREATE_PARTITIONS: handle_create_partitions,
+    ApiKey.DELETE_RECORDS: handle_delete_records,
+    ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
+    ApiKey.ALTER_CONFIGS: handle_alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: handle_incremental_alter_configs,
+    ApiKey.DESCRIBE_LOG_DIRS: handle_describe_log_dirs,
+    ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster,
+    ApiKey.FIND_COORDINATOR: handle_find_coordinator,
 }
 
 
@@ -48,6 +68,7 @@ class RequestDispatcher:
         broker.advertised_versions = version_ranges(self.handlers)
 
     async def __call__(self, frame: bytes, context: ConnectionContext):
+        await self.broker.ready.wait()
         try:
             header, body = decode_request(frame)
         except UnsupportedVersionError as error:
