@@ -13,6 +13,7 @@ idle period of ``connections.max.idle.ms`` closes that one connection, with a lo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
@@ -87,7 +88,10 @@ class SocketServer:
         context = ConnectionContext(name, peer[0], peer[1])
         task = asyncio.current_task()
         self._connections.add(task)
-        await self._serve(reader, writer, context, task)
+        # close() cancels connection tasks; one that ends cancelled is logged as an error
+        # by Python 3.11's stream callback, so it ends quietly instead.
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._serve(reader, writer, context, task)
 
     async def _serve(self, reader, writer, context: ConnectionContext, task) -> None:
         try:
@@ -146,14 +150,18 @@ class SocketServer:
                 self._max_request_bytes,
             )
             return None
-        return await reader.readexactly(size)
+        # A peer that stops in the middle of a frame is idle too.
+        async with asyncio.timeout(self._idle_timeout):
+            return await reader.readexactly(size)
 
     @staticmethod
     async def _write(writer: asyncio.StreamWriter, parts: Sequence[ResponsePart]) -> None:
-        if writer.transport.is_closing():  # the client left while its request waited
-            raise ConnectionResetError("the client closed the connection")
         loop = asyncio.get_running_loop()
         for part in parts:
+            # The client may leave while its request waited or its response is written;
+            # each write to a lost connection would log a warning of asyncio's.
+            if writer.transport.is_closing():
+                raise ConnectionResetError("the client closed the connection")
             if isinstance(part, FileSlice):
                 if part.size == 0:
                     continue
