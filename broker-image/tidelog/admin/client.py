@@ -47,7 +47,9 @@ class AdminClient:
 
     def _controller(self) -> tuple[str, int]:
         metadata = self.metadata([])
-        broker = next(b for b in metadata.brokers if b.node_id == metadata.controller_id)
+        broker = next((b for b in metadata.brokers if b.node_id == metadata.controller_id), None)
+        if broker is None:
+            raise AdminError(ErrorCode.NOT_CONTROLLER, "the cluster has no controller yet")
         return broker.host, broker.port
 
     def create_topic(

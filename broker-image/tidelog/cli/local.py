@@ -37,6 +37,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.brokers != 1:
+        # The controller reaches other brokers once replication lands (issue 5).
+        print(
+            "tidelog-local: only one broker is supported until replication lands", file=sys.stderr
+        )
+        return 2
     base = args.base_dir.resolve()
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

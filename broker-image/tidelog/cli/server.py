@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import resource
 import signal
 import sys
 
@@ -33,13 +34,23 @@ async def _run(config: BrokerConfig) -> None:
     from tidelog.server.broker import Broker
 
     broker = Broker(config)
-    await broker.start()
+    # Handlers first: a SIGTERM during start-up (log recovery can be long) waits for the
+    # start to finish and then shuts down cleanly instead of killing the process.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    await broker.start()
     await stop.wait()
     await broker.shutdown()
+
+
+def _raise_open_files_limit() -> None:
+    """Every segment holds a few descriptors: use the hard limit, as Kafka's scripts
+    advise operators to."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         config = BrokerConfig.load(args.config, args.override)
         for key in config.unknown:
             logging.getLogger("tidelog.server").warning("unknown config %r ignored", key)
+        _raise_open_files_limit()
         asyncio.run(_run(config))
     except (ConfigError, BrokerIdTakenError) as error:
         print(f"tidelog-server: {error}", file=sys.stderr)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 import uuid
 from dataclasses import replace
@@ -136,7 +137,9 @@ class Broker:
             asyncio.create_task(
                 self._every(
                     config["log.flush.offset.checkpoint.interval.ms"],
-                    lambda: self.log_manager.checkpoint(self.replica_manager.high_watermarks()),
+                    self.log_manager.checkpoint,
+                    # read on the event loop, which owns the partitions
+                    arguments=lambda: (self.replica_manager.high_watermarks(),),
                 )
             ),
         ]
@@ -248,14 +251,16 @@ class Broker:
         bound = {name: port for name, _, port in self.bound_listeners}
         endpoints = []
         for name, host, port in self.config.advertised_listeners:
-            endpoints.append((name, host or "localhost", port or bound.get(name, port)))
+            # Like Kafka: an empty host advertises the machine's name.
+            endpoints.append((name, host or socket.getfqdn(), port or bound.get(name, port)))
         return BrokerRegistration(self.broker_id, tuple(endpoints), self.config["broker.rack"])
 
-    async def _every(self, interval_ms: int, work) -> None:
+    async def _every(self, interval_ms: int, work, arguments=lambda: ()) -> None:
+        """Run blocking ``work`` in a worker thread every ``interval_ms``."""
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
-                await asyncio.to_thread(work)
+                await asyncio.to_thread(work, *arguments())
             except Exception:
                 logger.exception("periodic task %r failed", work)
 
@@ -328,7 +333,8 @@ class Broker:
         if self._fenced(epoch):
             return ErrorCode.STALE_CONTROLLER_EPOCH
         for topic, index in partitions:
-            await asyncio.to_thread(self.replica_manager.stop_replica, topic, index, delete)
+            # On the event loop, which owns the partitions and their waiting fetches.
+            self.replica_manager.stop_replica(topic, index, delete)
         if delete:  # a topic of that name made later reads its configs afresh
             hosted = {topic for topic, _ in self.log_manager.logs}
             for topic in {t for t, _ in partitions} - hosted:

@@ -393,6 +393,11 @@ class BrokerConfig:
             raise ConfigError("listeners must name at least one listener")
         for item in self["listeners"]:
             _parse_listener(item)
+        for name, host, _ in self.advertised_listeners if self["advertised.listeners"] else ():
+            if host in ("0.0.0.0", "::"):
+                raise ConfigError(
+                    f"advertised.listeners cannot use the meta-address {host} ({name})"
+                )
         if self["message.max.bytes"] > self["socket.request.max.bytes"]:
             raise ConfigError("message.max.bytes cannot exceed socket.request.max.bytes")
         self.log_config()

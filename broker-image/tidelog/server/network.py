@@ -101,7 +101,10 @@ class SocketServer:
                     return
                 parts = await self._handler(frame, context)
                 if parts:
-                    await self._write(writer, parts)
+                    # A client that stops reading holds its connection no longer than
+                    # one that stops writing.
+                    async with asyncio.timeout(self._idle_timeout):
+                        await self._write(writer, parts)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # the client went away
         except CloseConnection as reason:

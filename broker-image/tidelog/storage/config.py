@@ -58,12 +58,25 @@ class LogConfig:
             raise LogConfigError(
                 f"segment.bytes must be between 14 and {_INT_MAX}, got {self.segment_bytes}"
             )
-        if self.segment_index_bytes < 12:
-            raise LogConfigError(
-                f"segment.index.bytes must be at least 12, got {self.segment_index_bytes}"
-            )
-        if self.index_interval_bytes < 0:
-            raise LogConfigError("index.interval.bytes must not be negative")
+        for key, value, low, high in (
+            # Kafka's ConfigDef bounds: a value outside them must never reach a log.
+            ("segment.index.bytes", self.segment_index_bytes, 12, _INT_MAX),
+            ("index.interval.bytes", self.index_interval_bytes, 0, _INT_MAX),
+            ("segment.ms", self.segment_ms, 1, _LONG_MAX),
+            ("segment.jitter.ms", self.segment_jitter_ms, 0, _LONG_MAX),
+            ("max.message.bytes", self.max_message_bytes, 0, _INT_MAX),
+            ("retention.ms", self.retention_ms, -1, _LONG_MAX),
+            ("retention.bytes", self.retention_bytes, -1, _LONG_MAX),
+            ("min.compaction.lag.ms", self.min_compaction_lag_ms, 0, _LONG_MAX),
+            ("max.compaction.lag.ms", self.max_compaction_lag_ms, 1, _LONG_MAX),
+            ("delete.retention.ms", self.delete_retention_ms, 0, _LONG_MAX),
+            ("file.delete.delay.ms", self.file_delete_delay_ms, 0, _LONG_MAX),
+            ("flush.messages", self.flush_messages, 1, _LONG_MAX),
+            ("flush.ms", self.flush_ms, 0, _LONG_MAX),
+            ("min.insync.replicas", self.min_insync_replicas, 1, _INT_MAX),
+        ):
+            if not low <= value <= high:
+                raise LogConfigError(f"{key} must be between {low} and {high}, got {value}")
         unknown = set(self.cleanup_policy) - {"delete", "compact"}
         if unknown or not self.cleanup_policy:
             raise LogConfigError(f"cleanup.policy must be delete and/or compact, got {unknown}")
@@ -71,8 +84,6 @@ class LogConfig:
             raise LogConfigError("min.cleanable.dirty.ratio must be between 0 and 1")
         if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
             raise LogConfigError("message.timestamp.type must be CreateTime or LogAppendTime")
-        if self.min_insync_replicas < 1:
-            raise LogConfigError("min.insync.replicas must be at least 1")
         codecs = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
         if self.compression_type not in codecs:
             raise LogConfigError(f"compression.type must be one of {', '.join(codecs)}")

@@ -600,6 +600,6 @@ def _duplicate_info(original: BatchMetadata) -> AppendInfo:
 
 
 def _jitter(config: LogConfig) -> int:
-    if config.segment_jitter_ms <= 0:
+    if config.segment_jitter_ms <= 0 or config.segment_ms <= 1:
         return 0
     return random.randrange(min(config.segment_jitter_ms, config.segment_ms))

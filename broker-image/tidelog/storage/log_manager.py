@@ -91,6 +91,8 @@ class LogManager:
         )
         self._on_dir_failure = on_dir_failure
         self._lock = threading.RLock()
+        # Periodic and final checkpoints may overlap; their files are written one at a time.
+        self._checkpoint_lock = threading.Lock()
         self._logs: dict[TopicPartition, Log] = {}
         self.offline_dirs: dict[Path, str] = {}
         # Partitions whose directory failed: never silently recreated elsewhere.
@@ -225,7 +227,10 @@ class LogManager:
         return path
 
     def _logs_in(self, directory: Path) -> dict[TopicPartition, Log]:
-        return {tp: log for tp, log in self._logs.items() if log.directory.parent == directory}
+        # list() copies in one step: other threads add and remove logs meanwhile
+        return {
+            tp: log for tp, log in list(self._logs.items()) if log.directory.parent == directory
+        }
 
     def partition_counts(self) -> dict[Path, int]:
         counts = {d: 0 for d in self.online_dirs}
@@ -346,6 +351,10 @@ class LogManager:
         logs: Mapping[TopicPartition, Log],
         high_watermarks: Mapping[TopicPartition, int] | None = None,
     ) -> None:
+        with self._checkpoint_lock:
+            self._write_checkpoints_locked(directory, logs, high_watermarks)
+
+    def _write_checkpoints_locked(self, directory, logs, high_watermarks) -> None:
         write_offset_checkpoint(
             directory / RECOVERY_POINT_CHECKPOINT,
             {tp: log.recovery_point for tp, log in logs.items()},

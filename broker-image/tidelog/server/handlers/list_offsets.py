@@ -9,7 +9,7 @@ __all__ = ["handle_list_offsets"]
 
 ListOffsetsResponse = response_class(ApiKey.LIST_OFFSETS)
 
-LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 
 def _lookup(broker, topic: str, wanted) -> tuple[ErrorCode, int, int, int]:
@@ -18,8 +18,10 @@ def _lookup(broker, topic: str, wanted) -> tuple[ErrorCode, int, int, int]:
     if partition is None:
         return code, -1, -1, -1
     log, hw, epoch = partition.log, partition.high_watermark, partition.leader_epoch
-    if wanted.timestamp == EARLIEST:
+    if wanted.timestamp in (EARLIEST, EARLIEST_LOCAL):  # every segment is local here
         return ErrorCode.NONE, -1, log.log_start_offset, epoch
+    if wanted.timestamp == LATEST_TIERED:  # no tiered storage: nothing is tiered
+        return ErrorCode.NONE, -1, -1, -1
     if wanted.timestamp == LATEST:
         return ErrorCode.NONE, -1, hw, epoch
     if wanted.timestamp == MAX_TIMESTAMP:
@@ -31,7 +33,7 @@ def _lookup(broker, topic: str, wanted) -> tuple[ErrorCode, int, int, int]:
         return ErrorCode.INVALID_REQUEST, -1, -1, -1
     found = log.offset_for_timestamp(wanted.timestamp)
     if found is None or found.offset >= hw:
-        return ErrorCode.NONE, -1, -1, epoch
+        return ErrorCode.NONE, -1, -1, -1
     return ErrorCode.NONE, found.timestamp, found.offset, epoch
 
 

@@ -47,7 +47,8 @@ def _error_topic(name, code, topic_id=ZERO_UUID) -> object:
 
 async def handle_metadata(broker, header, request, context):
     cache = broker.metadata
-    if request.topics is None:  # every topic
+    every = request.topics is None or (header.request_api_version == 0 and not request.topics)
+    if every:  # null, or an empty list in v0, asks for every topic
         topics = [_topic(entry) for _, entry in sorted(cache.topics.items())]
     else:
         topics = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
+from tidelog.server.network import CloseConnection
 
 __all__ = ["handle_produce"]
 
@@ -51,5 +52,15 @@ async def handle_produce(broker, header, request, context):
             ProduceResponse.TopicProduceResponse(name=topic.name, partition_responses=partitions)
         )
     if acks == 0:
+        failed = [
+            (t.name, p.index, p.error_code)
+            for t in responses
+            for p in t.partition_responses
+            if p.error_code
+        ]
+        if failed:
+            # No response can tell an acks=0 producer; Kafka closes the connection so
+            # that it refreshes its metadata instead of sending into the void.
+            raise CloseConnection(f"acks=0 produce failed for {failed}")
         return None
     return ProduceResponse(responses=responses)
