@@ -21,7 +21,7 @@ ZOOKEEPER_STAMP := $(ZOOKEEPER_LIBS)/.complete
 
 export TIDELOG_ZOOKEEPER_LIBS := $(ZOOKEEPER_LIBS)
 
-.PHONY: setup run test lint bench-storage kafka-libs zookeeper-libs clean
+.PHONY: setup run test lint bench bench-storage kafka-libs zookeeper-libs clean
 
 setup: $(STAMP) zookeeper-libs
 
@@ -70,6 +70,10 @@ test: setup kafka-libs
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# tidelog side by side with Apache Kafka, one run (~15 min); BENCH_ARGS=--quick for a tiny one.
+bench: setup kafka-libs
+	$(BIN)/python bench/compare.py $(BENCH_ARGS)
 
 bench-storage: setup
 	$(BIN)/python bench/storage.py

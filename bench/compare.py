@@ -1,0 +1,612 @@
+"""``make bench``: tidelog side by side with Apache Kafka on this machine, in one run.
+
+One ZooKeeper serves both systems (a chroot per broker session). Broker sessions
+alternate A B B A (Kafka, tidelog, tidelog, Kafka) so that drift of the machine (page
+cache, thermal, other load) falls on both; only one broker runs at a time and nothing is
+pinned. Each session runs S1 (produce), S2 (consume), S3 (end-to-end latency) and S6
+(RSS); S4 (1,000 partitions) and S5 (compaction) run once per system, in its first
+session. The same load generators run unchanged against both: Kafka's
+``kafka-producer-perf-test`` and ours (``bench/loadgen.py``, confluent-kafka).
+
+Writes ``bench/results/<UTC date>-<short commit>.md`` and PNG plots next to it.
+Usage: ``python bench/compare.py [--quick] [--sessions N] [--profile]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import confluent_kafka
+import loadgen
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka_broker import KAFKA_HEAP, KafkaBroker, java, kafka_libs
+
+from tidelog.server.process import BrokerProcess
+from tidelog.zookeeper import ZooKeeperServer
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+SYSTEMS = ("kafka", "tidelog")
+_TICK = os.sysconf("SC_CLK_TCK")
+
+# The same broker settings for both systems. Segment size and flush policy are both
+# systems' defaults (1 GiB, no fsync per write: log.flush.interval.messages unset);
+# the cleaner settings make S5 observable within minutes.
+BROKER_SETTINGS = {
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "auto.create.topics.enable": "false",
+    "log.segment.bytes": str(1024 * 1024 * 1024),
+    "log.cleaner.dedupe.buffer.size": str(64 * 1024 * 1024),
+    "log.cleaner.backoff.ms": "1000",
+}
+COMPACTED_TOPIC = {
+    "cleanup.policy": "compact",
+    "segment.ms": "10000",
+    "min.cleanable.dirty.ratio": "0.01",
+    "file.delete.delay.ms": "1000",
+}
+# What kafka-run-class.sh gives a command-line tool (kafka-producer-perf-test).
+PERF_TEST_JVM = ("-Xmx256M", "-XX:+UseG1GC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+
+
+@dataclass(frozen=True)
+class Scale:
+    s1_megabytes: int  # per S1 case and tool
+    s3_seconds: float
+    s3_rate_mb: float
+    s4_partitions: int
+    s4_megabytes: int
+    s5_keys: int
+    s5_values_per_key: int
+    s5_segment_bytes: int
+    s5_timeout_s: float
+    s5_stable_s: float
+    sessions: int
+
+
+FULL = Scale(100, 15, 5, 1000, 100, 1_000_000, 5, 16 * 1024 * 1024, 240, 20, 4)
+QUICK = Scale(4, 2, 5, 50, 4, 2_000, 5, 128 * 1024, 60, 8, 2)
+
+S1_CASES = [(size, codec) for size in (100, 1024) for codec in ("none", "lz4")]
+
+
+# --------------------------------------------------------------------------------------
+# Measurements on the broker's process
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+class PeakRss:
+    """Samples the RSS of ``pid`` every 100 ms while in use."""
+
+    def __init__(self, pid: int):
+        self.pid, self.peak = pid, 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._done.wait(0.1):
+            self.peak = max(self.peak, rss_mb(self.pid))
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def partition_bytes(log_dirs: list[Path], topic: str, partition: int = 0) -> int:
+    """Bytes of the partition's live segment files (.log), as ``du`` would count them."""
+    for log_dir in log_dirs:
+        directory = log_dir / f"{topic}-{partition}"
+        if directory.is_dir():
+            return sum(f.stat().st_size for f in directory.glob("*.log") if f.is_file())
+    return 0
+
+
+# --------------------------------------------------------------------------------------
+# One broker session
+
+
+class Session:
+    def __init__(self, system: str, number: int, work: Path, zookeeper: str):
+        name = f"{system}-{number}"
+        connect = f"{zookeeper}/{name}"
+        cls = KafkaBroker if system == "kafka" else BrokerProcess
+        self.system, self.number = system, number
+        self.broker = cls(work / name, connect, overrides=dict(BROKER_SETTINGS))
+        self.work = work
+        self.admin: AdminClient | None = None
+        self.rows: list[dict] = []
+        self.latencies: list[float] = []
+
+    @property
+    def pid(self) -> int:
+        return self.broker.process.pid
+
+    def record(self, scenario: str, case: str, tool: str, metric: str, value, unit: str):
+        self.rows.append(
+            dict(
+                system=self.system,
+                session=self.number,
+                scenario=scenario,
+                case=case,
+                tool=tool,
+                metric=metric,
+                value=value,
+                unit=unit,
+            )
+        )
+        print(f"  {self.system}#{self.number} {scenario} {case} {tool} {metric}: {value}")
+
+    def create_topic(self, name: str, partitions: int = 1, configs: dict | None = None):
+        topic = NewTopic(name, partitions, 1, config=configs or {})
+        self.admin.create_topics([topic], operation_timeout=60)[name].result(120)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            metadata = self.admin.list_topics(name, timeout=10).topics.get(name)
+            if (
+                metadata
+                and metadata.error is None
+                and len(metadata.partitions) == partitions
+                and all(p.leader >= 0 for p in metadata.partitions.values())
+            ):
+                return
+            time.sleep(0.05)
+        raise TimeoutError(f"{name}: partitions without a leader after 120 s")
+
+    def start(self) -> None:
+        self.broker.start()
+        self.admin = AdminClient({"bootstrap.servers": self.broker.bootstrap})
+
+    def stop(self) -> None:
+        self.admin = None  # librdkafka would keep reconnecting to the stopped broker
+        self.broker.stop()
+
+
+# --------------------------------------------------------------------------------------
+# Scenarios
+
+_PERF_LINE = re.compile(
+    r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency,"
+    r" ([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th"
+)
+
+
+def producer_perf_test(bootstrap: str, topic: str, count: int, size: int, codec: str) -> dict:
+    command = [
+        java(),
+        *PERF_TEST_JVM,
+        "-cp",
+        f"{kafka_libs()}/*",
+        "org.apache.kafka.tools.ProducerPerformance",
+        "--topic",
+        topic,
+        "--num-records",
+        str(count),
+        "--record-size",
+        str(size),
+        "--throughput",
+        "-1",
+        "--producer-props",
+        f"bootstrap.servers={bootstrap}",
+        "acks=1",
+        "batch.size=65536",
+        "linger.ms=5",
+        f"compression.type={codec}",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    matches = _PERF_LINE.findall(done.stdout)
+    if done.returncode != 0 or not matches:
+        raise RuntimeError(f"kafka-producer-perf-test failed:\n{done.stdout}\n{done.stderr}")
+    sent, per_s, _mib, _avg, _max, p50, _p95, p99, p999 = matches[-1]
+    return {
+        "records_per_s": float(per_s),
+        "mb_per_s": float(per_s) * size / loadgen.MB,
+        "p50": float(p50),
+        "p99": float(p99),
+        "p99.9": float(p999),
+    }
+
+
+def s1_produce(session: Session, scale: Scale, profile: Path | None) -> dict:
+    """Returns the record counts of the loadgen topics for S2."""
+    counts = {}
+    with PeakRss(session.pid) as peak:
+        for size, codec in S1_CASES:
+            case = f"{size}B {codec}"
+            count = scale.s1_megabytes * loadgen.MB // size
+            topic = f"s1-perf-{size}-{codec}"
+            session.create_topic(topic)
+            perf = producer_perf_test(session.broker.bootstrap, topic, count, size, codec)
+            session.record("S1", case, "perf-test", "throughput", perf["mb_per_s"], "MB/s")
+            session.record("S1", case, "perf-test", "records", perf["records_per_s"], "rec/s")
+            for p in ("p50", "p99"):
+                session.record("S1", case, "perf-test", f"ack {p}", perf[p], "ms")
+            topic = f"s1-loadgen-{size}-{codec}"
+            session.create_topic(topic)
+            cpu = cpu_seconds(session.pid)
+            spy = start_profile(session, profile, f"s1-{size}-{codec}")
+            bootstrap = session.broker.bootstrap
+            result = loadgen.produce(bootstrap, topic, count, size, compression=codec)
+            stop_profile(spy)
+            cpu = cpu_seconds(session.pid) - cpu
+            counts[(size, codec)] = (topic, count)
+            session.record("S1", case, "loadgen", "throughput", result.mb_per_s, "MB/s")
+            session.record("S1", case, "loadgen", "records", result.records_per_s, "rec/s")
+            for p, value in result.latency_ms.items():
+                if p != "p99.9":
+                    session.record("S1", case, "loadgen", f"ack {p}", value, "ms")
+            session.record(
+                "S1", case, "loadgen", "broker CPU", cpu / (result.bytes / 1e9), "CPU-s/GB"
+            )
+    session.record("S6", "under S1", "-", "peak RSS", peak.peak, "MB")
+    return counts
+
+
+def s2_consume(session: Session, counts: dict, profile: Path | None) -> None:
+    for (size, codec), (topic, count) in counts.items():
+        cpu = cpu_seconds(session.pid)
+        spy = start_profile(session, profile, f"s2-{size}-{codec}")
+        result = loadgen.consume(session.broker.bootstrap, topic, count)
+        stop_profile(spy)
+        cpu = cpu_seconds(session.pid) - cpu
+        case = f"{size}B {codec}"
+        session.record("S2", case, "loadgen", "throughput", result.mb_per_s, "MB/s")
+        session.record("S2", case, "loadgen", "records", result.records_per_s, "rec/s")
+        session.record("S2", case, "loadgen", "broker CPU", cpu / (result.bytes / 1e9), "CPU-s/GB")
+
+
+def s3_latency(session: Session, scale: Scale) -> None:
+    session.create_topic("s3-latency")
+    result, latencies = loadgen.end_to_end(
+        session.broker.bootstrap,
+        "s3-latency",
+        rate_mb=scale.s3_rate_mb,
+        size=1024,
+        seconds=scale.s3_seconds,
+        work=session.work,
+    )
+    session.latencies = latencies
+    case = f"{scale.s3_rate_mb:g} MB/s 1KiB"
+    session.record("S3", case, "loadgen", "achieved rate", result.mb_per_s, "MB/s")
+    for p, value in result.latency_ms.items():
+        session.record("S3", case, "loadgen", f"e2e {p}", value, "ms")
+
+
+def s4_partitions(session: Session, scale: Scale) -> None:
+    n = scale.s4_partitions
+    case = f"{n} partitions"
+    start = time.perf_counter()
+    session.create_topic("s4-many", n)
+    session.record("S4", case, "admin", "create → all leaders", time.perf_counter() - start, "s")
+    timings = []
+    for _ in range(30):
+        start = time.perf_counter()
+        session.admin.list_topics("s4-many", timeout=10)
+        timings.append((time.perf_counter() - start) * 1000)
+    for p, value in loadgen.percentiles(timings, (50, 99)).items():
+        session.record("S4", case, "admin", f"metadata {p}", value, "ms")
+    count = scale.s4_megabytes * loadgen.MB // 1024
+    result = loadgen.produce(session.broker.bootstrap, "s4-many", count, 1024, partitions=n)
+    session.record("S4", case, "loadgen", "throughput", result.mb_per_s, "MB/s")
+
+
+def s5_compaction(session: Session, scale: Scale) -> None:
+    topic, keys = "s5-compacted", scale.s5_keys
+    case = f"{keys:,} keys x {scale.s5_values_per_key}"
+    configs = COMPACTED_TOPIC | {"segment.bytes": str(scale.s5_segment_bytes)}
+    session.create_topic(topic, 1, configs)
+    count = keys * scale.s5_values_per_key
+    result = loadgen.produce(session.broker.bootstrap, topic, count, 100, keys=keys)
+    session.record("S5", case, "loadgen", "produce", result.mb_per_s, "MB/s")
+    log_dirs = session.broker.log_dirs
+    start = time.monotonic()
+    before = last = partition_bytes(log_dirs, topic)
+    last_change = start
+    while time.monotonic() - start < scale.s5_timeout_s:
+        time.sleep(0.5)
+        now = partition_bytes(log_dirs, topic)
+        if now != last:
+            last, last_change = now, time.monotonic()
+        elif last < before and time.monotonic() - last_change > scale.s5_stable_s:
+            break
+    session.record("S5", case, "disk", "bytes before", before, "B")
+    session.record("S5", case, "disk", "bytes after", last, "B")
+    cleaned = last < before
+    session.record(
+        "S5", case, "disk", "time to clean", last_change - start if cleaned else None, "s"
+    )
+
+
+def start_profile(session: Session, profile: Path | None, name: str):
+    if profile is None or session.system != "tidelog":
+        return None
+    spy = Path(sys.executable).with_name("py-spy")
+    out = profile / f"{name}-session{session.number}.svg"
+    return subprocess.Popen(
+        [str(spy), "record", "--pid", str(session.pid), "--output", str(out), "--rate", "200"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def stop_profile(spy: subprocess.Popen | None) -> None:
+    if spy is not None:
+        spy.send_signal(2)
+        spy.wait(60)
+
+
+def run_session(session: Session, scale: Scale, first: bool, profile: Path | None) -> None:
+    print(f"== {session.system} session {session.number}", flush=True)
+    session.start()
+    try:
+        time.sleep(2)
+        session.record("S6", "idle", "-", "RSS", rss_mb(session.pid), "MB")
+        counts = s1_produce(session, scale, profile)
+        s2_consume(session, counts, profile)
+        s3_latency(session, scale)
+        if first:
+            s4_partitions(session, scale)
+            s5_compaction(session, scale)
+        # Replicated (3 brokers, RF=3, acks=all) and consumer-group scenarios go here,
+        # added with replication and groups: each as one more s<N>_<name>(session, scale).
+    finally:
+        session.stop()
+
+
+# --------------------------------------------------------------------------------------
+# Report
+
+HIGHER_IS_BETTER = ("throughput", "records", "produce", "achieved rate")
+
+
+def machine() -> dict[str, str]:
+    meminfo = Path("/proc/meminfo").read_text().split("\n", 1)[0].split()
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    usage = shutil.disk_usage(tempfile.gettempdir())
+    disk = subprocess.run(
+        ["df", "--output=source,fstype", tempfile.gettempdir()], capture_output=True, text=True
+    ).stdout.splitlines()[-1]
+    return {
+        "cores": str(os.cpu_count()),
+        "cpu": cpu,
+        "memory": f"{int(meminfo[1]) / 1024**2:.1f} GiB",
+        "disk (work dir)": f"{disk.strip()}, {usage.total / 1e9:.0f} GB, "
+        f"{usage.free / 1e9:.0f} GB free",
+        "kernel": platform.release(),
+    }
+
+
+def versions() -> dict[str, str]:
+    java_version = subprocess.run(
+        [java(), "-version"], capture_output=True, text=True
+    ).stderr.splitlines()[0]
+    kafka_jar = next(kafka_libs().glob("kafka_2.13-*.jar")).stem
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return {
+        "tidelog": commit + (" (with uncommitted changes)" if dirty else ""),
+        "Apache Kafka": f"{kafka_jar.removeprefix('kafka_2.13-')} ({kafka_jar}), ZooKeeper mode, "
+        f"heap {' '.join(KAFKA_HEAP)}",
+        "Java": java_version,
+        "Python": platform.python_version(),
+        "confluent-kafka / librdkafka": f"{confluent_kafka.version()[0]} / "
+        f"{confluent_kafka.libversion()[0]}",
+    }
+
+
+def mean(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None
+
+
+def fmt(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, int) or abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.3g}" if abs(value) < 10 else f"{value:.1f}"
+
+
+def summarise(rows: list[dict]) -> list[dict]:
+    groups: dict[tuple, dict[str, list]] = defaultdict(lambda: {s: [] for s in SYSTEMS})
+    units = {}
+    for row in rows:
+        key = (row["scenario"], row["case"], row["tool"], row["metric"])
+        groups[key][row["system"]].append(row["value"])
+        units[key] = row["unit"]
+    summary = []
+    for key, values in groups.items():
+        kafka, tidelog = mean(values["kafka"]), mean(values["tidelog"])
+        ratio = tidelog / kafka if kafka and tidelog is not None else None
+        summary.append(
+            dict(zip(("scenario", "case", "tool", "metric"), key, strict=True))
+            | dict(unit=units[key], values=values, kafka=kafka, tidelog=tidelog, ratio=ratio)
+        )
+    return summary
+
+
+def plot(summary: list[dict], sessions: list[Session], stem: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bars = [s for s in summary if s["metric"] == "throughput"]
+    figure, axes = plt.subplots(figsize=(max(8, len(bars) * 0.8), 5))
+    positions = range(len(bars))
+    for offset, system in ((-0.2, "kafka"), (0.2, "tidelog")):
+        axes.bar(
+            [p + offset for p in positions],
+            [s[system] or 0 for s in bars],
+            width=0.4,
+            label=system,
+        )
+    axes.set_xticks(list(positions))
+    axes.set_xticklabels(
+        [f"{s['scenario']} {s['case']}\n{s['tool']}" for s in bars], rotation=45, ha="right"
+    )
+    axes.set_ylabel("MB/s (mean over sessions)")
+    axes.set_title("Throughput: Apache Kafka vs tidelog")
+    axes.legend()
+    figure.tight_layout()
+    throughput = stem.with_name(stem.name + "-throughput.png")
+    figure.savefig(throughput, dpi=100)
+    plt.close(figure)
+
+    figure, axes = plt.subplots(figsize=(8, 5))
+    for session in sessions:
+        if session.latencies:
+            ordered = sorted(session.latencies)
+            fraction = [(i + 1) / len(ordered) for i in range(len(ordered))]
+            style = "-" if session.system == "kafka" else "--"
+            axes.plot(ordered, fraction, style, label=f"{session.system} #{session.number}")
+    axes.set_xscale("log")
+    axes.set_xlabel("end-to-end latency, ms (log scale)")
+    axes.set_ylabel("fraction of records")
+    axes.set_title("S3 end-to-end latency CDF")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    cdf = stem.with_name(stem.name + "-latency-cdf.png")
+    figure.savefig(cdf, dpi=100)
+    plt.close(figure)
+    return [throughput.name, cdf.name]
+
+
+def write_report(
+    stem: Path, scale: Scale, order: list[str], sessions: list[Session], elapsed: float
+) -> Path:
+    rows = [row for session in sessions for row in session.rows]
+    summary = summarise(rows)
+    images = plot(summary, sessions, stem)
+    lines = [
+        f"# tidelog vs Apache Kafka — {stem.name}",
+        "",
+        f"Run: `{' '.join(sys.argv)}`, {elapsed / 60:.1f} min, sessions in order "
+        f"{', '.join(order)}. Ratio = tidelog / Kafka of the means over sessions; "
+        "↑ means higher is better, ↓ lower is better. See README.md.",
+        "",
+        "## Machine",
+        "",
+        *[f"- {k}: {v}" for k, v in machine().items()],
+        "",
+        "## Versions",
+        "",
+        *[f"- {k}: {v}" for k, v in versions().items()],
+        "",
+        "## Settings",
+        "",
+        f"- scale: {scale}",
+        "- both brokers: " + ", ".join(f"`{k}={v}`" for k, v in BROKER_SETTINGS.items()),
+        "- S5 topic: "
+        + ", ".join(f"`{k}={v}`" for k, v in COMPACTED_TOPIC.items())
+        + f", `segment.bytes={scale.s5_segment_bytes}`",
+        "- producers: acks=1, batch.size=65536, linger.ms=5 (S3: linger.ms=1), "
+        "idempotence off; consumers: assign() from offset 0, no group",
+        "",
+        "## Results",
+        "",
+        "| scenario | case | tool | metric | unit | Kafka | tidelog | ratio | raw Kafka | "
+        "raw tidelog |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in summary:
+        arrow = "↑" if s["metric"] in HIGHER_IS_BETTER else "↓"
+        raw = {k: " / ".join(fmt(v) for v in s["values"][k]) for k in SYSTEMS}
+        ratio = f"**{s['ratio']:.2f}×** {arrow}" if s["ratio"] is not None else "—"
+        lines.append(
+            f"| {s['scenario']} | {s['case']} | {s['tool']} | {s['metric']} | {s['unit']} | "
+            f"{fmt(s['kafka'])} | {fmt(s['tidelog'])} | {ratio} | {raw['kafka']} | "
+            f"{raw['tidelog']} |"
+        )
+    lines += ["", "## Plots", "", *[f"![{name}]({name})" for name in images], ""]
+    report = stem.with_suffix(".md")
+    report.write_text("\n".join(lines))
+    stem.with_name(stem.name + "-raw.json").write_text(json.dumps(rows, indent=1))
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a tiny run (about 2 min)")
+    parser.add_argument("--sessions", type=int, help="broker sessions, alternating A B B A")
+    parser.add_argument("--profile", action="store_true", help="py-spy the tidelog broker")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    scale = QUICK if args.quick else FULL
+    count = args.sessions or scale.sessions
+    pattern = ["kafka", "tidelog", "tidelog", "kafka"]
+    order = [pattern[i % 4] for i in range(count)]
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
+    args.output.mkdir(parents=True, exist_ok=True)
+    stem = args.output / f"{today}{'-quick' if args.quick else ''}-{commit}"
+    profile = None
+    if args.profile:
+        profile = stem.with_name(stem.name + "-profiles")
+        profile.mkdir(exist_ok=True)
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="tidelog-bench-") as base:
+        work = Path(base)
+        zookeeper = ZooKeeperServer(work / "zookeeper", port=0).start()
+        sessions = []
+        try:
+            for number, system in enumerate(order):
+                first = system not in order[:number]
+                session = Session(system, number, work, zookeeper.connect_string)
+                sessions.append(session)
+                run_session(session, scale, first, profile)
+                shutil.rmtree(session.broker.directory, ignore_errors=True)
+        finally:
+            zookeeper.stop()
+    report = write_report(stem, scale, order, sessions, time.monotonic() - began)
+    print(f"wrote {report.relative_to(ROOT) if report.is_relative_to(ROOT) else report}")
+
+
+if __name__ == "__main__":
+    main()
