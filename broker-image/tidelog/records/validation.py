@@ -44,7 +44,7 @@ from .batch import (
     iter_batch_headers,
     read_batch_header,
 )
-from .compression import CompressionType
+from .compression import CompressionType, decompress
 from .crc import batch_crc, is_crc_valid
 from .errors import (
     ControlBatchFromProducerError,
@@ -59,10 +59,10 @@ from .errors import (
     InvalidRecordCountError,
     InvalidSequenceError,
     NullKeyOnCompactedTopicError,
+    RecordsError,
     RecordTooLargeError,
     UnsupportedCompressionError,
 )
-from .reader import decode_batch
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -172,13 +172,57 @@ def _check_batch(data, header: BatchHeader, max_message_bytes: int) -> None:
 
 
 def _check_keys(data, header: BatchHeader) -> None:
-    # CRC was verified already; decoding still checks the record structure.
-    for index, record in enumerate(decode_batch(data, header.position, verify_crc=False).records):
-        if record.key is None:
-            raise NullKeyOnCompactedTopicError(
-                f"compacted topic cannot accept message without key (record {index})",
-                position=header.position,
-            )
+    """Reject a record with a null key without decoding the records: per record only
+    its length and the varints before the key are read (compacted topics pay this on
+    every produce, so it is kept lean). CRC was verified already."""
+    start = header.position + BATCH_HEADER_SIZE
+    end = header.position + header.size
+    try:
+        codec = CompressionType.from_id(header.compression)
+        with memoryview(data)[start:end] as section:
+            records = decompress(codec, section) if codec else bytes(section)
+        index = _first_null_key(records, header.records_count)
+    except RecordsError as error:
+        if error.position is not None:
+            raise
+        raise type(error)(error.message, position=header.position) from None
+    if index is not None:
+        raise NullKeyOnCompactedTopicError(
+            f"compacted topic cannot accept message without key (record {index})",
+            position=header.position,
+        )
+
+
+def _first_null_key(records: bytes, count: int) -> int | None:
+    """Index of the first record whose key length is -1 (zig-zag varint 0x01)."""
+    position = 0
+    try:
+        for index in range(count):
+            byte = records[position]
+            position += 1
+            raw, shift = byte & 0x7F, 7
+            while byte & 0x80:
+                byte = records[position]
+                position += 1
+                raw |= (byte & 0x7F) << shift
+                shift += 7
+            length = (raw >> 1) ^ -(raw & 1)
+            end = position + length
+            position += 1  # attributes
+            while records[position] & 0x80:  # timestampDelta
+                position += 1
+            position += 1
+            while records[position] & 0x80:  # offsetDelta
+                position += 1
+            position += 1
+            if records[position] == 0x01:  # keyLength -1
+                return index
+            if length <= 0 or end > len(records):
+                raise IndexError
+            position = end
+    except IndexError:
+        raise CorruptRecordError(f"record {index} runs past the end of its batch") from None
+    return None
 
 
 def _tail_error(data, position: int, limit: int) -> Exception:
