@@ -28,6 +28,9 @@ class TopicMetadata:
     name: str
     topic_id: uuid.UUID
     partitions: dict[int, PartitionMetadata] = field(default_factory=dict)
+    # The Metadata response's view of this topic, built once per change: rebuilding
+    # it for a thousand partitions on every request cost milliseconds.
+    response: object | None = None
 
     @property
     def is_internal(self) -> bool:
@@ -40,6 +43,7 @@ class MetadataCache:
         self.controller_id: int | None = None
         self.brokers: dict[int, BrokerRegistration] = {}
         self.topics: dict[str, TopicMetadata] = {}
+        self._by_id: dict[uuid.UUID, TopicMetadata] = {}
 
     def update_brokers(self, brokers: dict[int, BrokerRegistration]) -> None:
         self.brokers = dict(brokers)
@@ -47,18 +51,24 @@ class MetadataCache:
     def update_partition(self, topic: str, topic_id: uuid.UUID, state: PartitionMetadata) -> None:
         entry = self.topics.get(topic)
         if entry is None or entry.topic_id != topic_id:
+            if entry is not None:
+                self._by_id.pop(entry.topic_id, None)
             entry = self.topics[topic] = TopicMetadata(topic, topic_id)
+            self._by_id[topic_id] = entry
         entry.partitions[state.partition] = state
+        entry.response = None
 
     def remove_topic(self, topic: str) -> None:
-        self.topics.pop(topic, None)
+        entry = self.topics.pop(topic, None)
+        if entry is not None:
+            self._by_id.pop(entry.topic_id, None)
 
     def partition(self, topic: str, partition: int) -> PartitionMetadata | None:
         entry = self.topics.get(topic)
         return entry.partitions.get(partition) if entry else None
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
-        return next((t for t in self.topics.values() if t.topic_id == topic_id), None)
+        return self._by_id.get(topic_id)
 
     def endpoint(self, broker_id: int, listener: str) -> tuple[str, int] | None:
         broker = self.brokers.get(broker_id)

@@ -30,13 +30,15 @@ def _partition(state) -> object:
 
 
 def _topic(entry) -> object:
-    return MetadataResponse.MetadataResponseTopic(
-        error_code=ErrorCode.NONE,
-        name=entry.name,
-        topic_id=entry.topic_id,
-        is_internal=entry.is_internal,
-        partitions=[_partition(s) for _, s in sorted(entry.partitions.items())],
-    )
+    if entry.response is None:
+        entry.response = MetadataResponse.MetadataResponseTopic(
+            error_code=ErrorCode.NONE,
+            name=entry.name,
+            topic_id=entry.topic_id,
+            is_internal=entry.is_internal,
+            partitions=[_partition(s) for _, s in sorted(entry.partitions.items())],
+        )
+    return entry.response
 
 
 def _error_topic(name, code, topic_id=ZERO_UUID) -> object:
