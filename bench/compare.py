@@ -33,7 +33,13 @@ from pathlib import Path
 
 import confluent_kafka
 import loadgen
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
 from kafka_broker import KAFKA_HEAP, KafkaBroker, java, kafka_libs
 
 from tidelog.server.process import BrokerProcess
@@ -321,17 +327,32 @@ def s4_partitions(session: Session, scale: Scale) -> None:
 
 
 def s5_compaction(session: Session, scale: Scale) -> None:
+    """Produce with ``cleanup.policy=delete`` (nothing cleans while records arrive), then
+    switch the topic to ``compact`` and time until its size on disk stops shrinking:
+    both cleaners start from the same log at the same moment."""
     topic, keys = "s5-compacted", scale.s5_keys
     case = f"{keys:,} keys x {scale.s5_values_per_key}"
-    configs = COMPACTED_TOPIC | {"segment.bytes": str(scale.s5_segment_bytes)}
+    configs = COMPACTED_TOPIC | {
+        "segment.bytes": str(scale.s5_segment_bytes),
+        "cleanup.policy": "delete",
+        "retention.ms": "-1",
+    }
     session.create_topic(topic, 1, configs)
     count = keys * scale.s5_values_per_key
     result = loadgen.produce(session.broker.bootstrap, topic, count, 100, keys=keys)
     session.record("S5", case, "loadgen", "produce", result.mb_per_s, "MB/s")
+    time.sleep(int(COMPACTED_TOPIC["segment.ms"]) / 1000 + 1)  # let the last segment roll
     log_dirs = session.broker.log_dirs
-    start = time.monotonic()
     before = last = partition_bytes(log_dirs, topic)
-    last_change = start
+    resource = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        topic,
+        incremental_configs=[
+            ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    session.admin.incremental_alter_configs([resource])[resource].result(60)
+    start = last_change = time.monotonic()
     while time.monotonic() - start < scale.s5_timeout_s:
         time.sleep(0.5)
         now = partition_bytes(log_dirs, topic)
