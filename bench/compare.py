@@ -40,10 +40,10 @@ from confluent_kafka.admin import (
     ConfigResource,
     NewTopic,
 )
-from kafka_broker import KAFKA_HEAP, KafkaBroker, java, kafka_libs
+from kafka_broker import KAFKA_HEAP, KafkaBroker, kafka_libs
 
 from tidelog.server.process import BrokerProcess
-from tidelog.zookeeper import ZooKeeperServer
+from tidelog.zookeeper import ZooKeeperServer, find_java
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -209,7 +209,7 @@ _PERF_LINE = re.compile(
 
 def producer_perf_test(bootstrap: str, topic: str, count: int, size: int, codec: str) -> dict:
     command = [
-        java(),
+        find_java(),
         *PERF_TEST_JVM,
         "-cp",
         f"{kafka_libs()}/*",
@@ -436,7 +436,7 @@ def machine() -> dict[str, str]:
 
 def versions() -> dict[str, str]:
     java_version = subprocess.run(
-        [java(), "-version"], capture_output=True, text=True
+        [find_java(), "-version"], capture_output=True, text=True
     ).stderr.splitlines()[0]
     kafka_jar = next(kafka_libs().glob("kafka_2.13-*.jar")).stem
     commit = subprocess.run(

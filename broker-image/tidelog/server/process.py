@@ -1,5 +1,7 @@
-"""A broker as a child process: ``tidelog-local`` (``make run``) and the integration
-tests run brokers this way, each with its own config file, log dirs and log file."""
+"""A broker as a child process: ``tidelog-local`` (``make run``), the integration tests
+and ``make bench`` run brokers this way, each with its own config file, log dirs and
+log file. Subclasses change only the command and the properties (``make bench`` runs
+Apache Kafka's broker through the same class)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,9 @@ def free_port() -> int:
 class BrokerProcess:
     """One broker: its config file, log dirs and process; start, stop, kill, restart."""
 
+    name = "broker"
+    start_timeout = 30.0
+
     def __init__(
         self,
         directory: Path,
@@ -46,32 +51,39 @@ class BrokerProcess:
             "log.dirs": ",".join(str(d) for d in self.log_dirs),
             "zookeeper.connect": zookeeper_connect,
             "zookeeper.session.timeout.ms": "6000",
-            # Small enough for several brokers on one machine.
-            "log.cleaner.dedupe.buffer.size": str(4 * 1024 * 1024),
+            **self.extra_properties(),
             **(overrides or {}),
         }
         self.config_path = self.directory / "server.properties"
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
         self.process: subprocess.Popen | None = None
 
+    def extra_properties(self) -> dict[str, str]:
+        # Small enough for several brokers on one machine.
+        return {"log.cleaner.dedupe.buffer.size": str(4 * 1024 * 1024)}
+
+    def command(self) -> list[str]:
+        return [str(TIDELOG_SERVER), str(self.config_path)]
+
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30) -> BrokerProcess:
-        log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the process's life
-        self.process = subprocess.Popen(
-            [str(TIDELOG_SERVER), str(self.config_path)], stdout=log, stderr=subprocess.STDOUT
-        )
-        log.close()
+    def start(self, timeout: float | None = None) -> BrokerProcess:
+        timeout = self.start_timeout if timeout is None else timeout
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"broker exited with {self.process.returncode}:\n{self.log()}")
+                raise RuntimeError(
+                    f"{self.name} exited with {self.process.returncode}:\n{self.log()}"
+                )
             if self._answers():
                 return self
             time.sleep(0.05)
-        raise TimeoutError(f"broker did not start in {timeout} s:\n{self.log()}")
+        self.kill()
+        raise TimeoutError(f"{self.name} did not start in {timeout} s:\n{self.log()}")
 
     def _answers(self) -> bool:
         try:
@@ -83,8 +95,10 @@ class BrokerProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def stop(self, timeout: float = 30) -> int:
-        """SIGTERM and wait: a clean shutdown exits 0."""
+    def stop(self, timeout: float | None = None) -> int:
+        """SIGTERM and wait: a clean shutdown exits 0 (SIGKILL and an error after
+        ``timeout``, by default as long as a start may take)."""
+        timeout = self.start_timeout if timeout is None else timeout
         if self.process is None or self.process.poll() is not None:
             return self.process.returncode if self.process else 0
         self.process.send_signal(signal.SIGTERM)
@@ -101,6 +115,6 @@ class BrokerProcess:
             os.kill(self.process.pid, signal.SIGKILL)
             self.process.wait()
 
-    def restart(self, timeout: float = 30) -> BrokerProcess:
+    def restart(self, timeout: float | None = None) -> BrokerProcess:
         self.stop()
         return self.start(timeout)
