@@ -27,7 +27,13 @@ from .errors import (
 )
 from .record import Header, decode_records
 
-__all__ = ["DecodedBatch", "LogRecord", "decode_batch", "iter_decoded_batches"]
+__all__ = [
+    "DecodedBatch",
+    "LogRecord",
+    "decode_batch",
+    "iter_decoded_batches",
+    "records_section",
+]
 
 
 class LogRecord(NamedTuple):
@@ -97,6 +103,14 @@ def _read_header(buffer, position: int, limit: int) -> BatchHeader:
     return header
 
 
+def records_section(buffer, header: BatchHeader) -> bytes:
+    """The batch's records, decompressed: what follows its 61-byte header."""
+    start = header.position + BATCH_HEADER_SIZE
+    codec = CompressionType.from_id(header.compression)
+    with memoryview(buffer)[start : header.position + header.size] as section:
+        return decompress(codec, section) if codec else bytes(section)
+
+
 def decode_batch(buffer, position: int = 0, *, verify_crc: bool = True) -> DecodedBatch:
     """Decode the batch at ``position`` of ``buffer`` (bytes, bytearray, memoryview, mmap).
 
@@ -112,13 +126,8 @@ def decode_batch(buffer, position: int = 0, *, verify_crc: bool = True) -> Decod
                 f"stored crc {header.crc:#010x} does not match computed crc {computed:#010x}",
                 position=position,
             )
-    start = position + BATCH_HEADER_SIZE
-    end = position + header.size
     try:
-        codec = CompressionType.from_id(header.compression)
-        with memoryview(buffer)[start:end] as section:
-            data = decompress(codec, section) if codec else bytes(section)
-        records = decode_records(data, header.records_count)
+        records = decode_records(records_section(buffer, header), header.records_count)
     except RecordsError as exc:
         _reraise_at(exc, position)
 

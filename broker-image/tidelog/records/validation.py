@@ -44,7 +44,7 @@ from .batch import (
     iter_batch_headers,
     read_batch_header,
 )
-from .compression import CompressionType, decompress
+from .compression import CompressionType
 from .crc import batch_crc, is_crc_valid
 from .errors import (
     ControlBatchFromProducerError,
@@ -63,6 +63,7 @@ from .errors import (
     RecordTooLargeError,
     UnsupportedCompressionError,
 )
+from .reader import records_section
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -175,13 +176,8 @@ def _check_keys(data, header: BatchHeader) -> None:
     """Reject a record with a null key without decoding the records: per record only
     its length and the varints before the key are read (compacted topics pay this on
     every produce, so it is kept lean). CRC was verified already."""
-    start = header.position + BATCH_HEADER_SIZE
-    end = header.position + header.size
     try:
-        codec = CompressionType.from_id(header.compression)
-        with memoryview(data)[start:end] as section:
-            records = decompress(codec, section) if codec else bytes(section)
-        index = _first_null_key(records, header.records_count)
+        index = _first_null_key(records_section(data, header), header.records_count)
     except RecordsError as error:
         if error.position is not None:
             raise

@@ -70,6 +70,15 @@ class MetadataCache:
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         return self._by_id.get(topic_id)
 
+    def brokers_on(self, listener: str) -> list[tuple[int, str, int, str | None]]:
+        """(id, host, port, rack) of every live broker reachable on ``listener``."""
+        found = []
+        for broker_id, registration in sorted(self.brokers.items()):
+            endpoint = self.endpoint(broker_id, listener)
+            if endpoint is not None:
+                found.append((broker_id, *endpoint, registration.rack))
+        return found
+
     def endpoint(self, broker_id: int, listener: str) -> tuple[str, int] | None:
         broker = self.brokers.get(broker_id)
         if broker is None:

@@ -324,13 +324,7 @@ class Log:
                 if stale.exists():
                     logger.warning("deleting stale %s before rolling to it", stale)
                     stale.unlink()
-            segment = LogSegment(
-                self.directory,
-                new_base,
-                self.config,
-                clock=self._clock,
-                rolling_jitter_ms=_jitter(self.config),
-            )
+            segment = self._new_segment(new_base)
             self._set_segments([*self._segments, segment])
             self._publish_end(self._next_offset)
         self._schedule(lambda: self.flush(new_base))
@@ -473,14 +467,7 @@ class Log:
         """Drop every segment and start empty at ``offset``."""
         with self._lock:
             self._retire(self._segments)
-            segment = LogSegment(
-                self.directory,
-                offset,
-                self.config,
-                clock=self._clock,
-                rolling_jitter_ms=_jitter(self.config),
-            )
-            self._set_segments([segment])
+            self._set_segments([self._new_segment(offset)])
             self._publish_end(offset)
             self.producer_state.clear()
             self.producer_state.delete_snapshots_below(offset + 1)
@@ -525,12 +512,16 @@ class Log:
         """An empty ``.cleaned`` segment that a cleaning writes into."""
         for stale in self.directory.glob(segment_file_name(base_offset, ".*" + CLEANED_SUFFIX)):
             stale.unlink()
+        return self._new_segment(base_offset, CLEANED_SUFFIX)
+
+    def _new_segment(self, base_offset: int, file_suffix: str = "") -> LogSegment:
         return LogSegment(
             self.directory,
             base_offset,
             self.config,
             clock=self._clock,
-            file_suffix=CLEANED_SUFFIX,
+            file_suffix=file_suffix,
+            rolling_jitter_ms=_jitter(self.config),
         )
 
     def replace_segments(

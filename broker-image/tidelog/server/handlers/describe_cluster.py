@@ -39,15 +39,12 @@ async def handle_describe_cluster(broker, header, request, context):
             cluster_id=broker.metadata.cluster_id,
         )
     cache = broker.metadata
-    brokers = []
-    for broker_id, registration in sorted(cache.brokers.items()):
-        endpoint = cache.endpoint(broker_id, context.listener)
-        if endpoint is not None:
-            brokers.append(
-                DescribeClusterResponse.DescribeClusterBroker(
-                    broker_id=broker_id, host=endpoint[0], port=endpoint[1], rack=registration.rack
-                )
-            )
+    brokers = [
+        DescribeClusterResponse.DescribeClusterBroker(
+            broker_id=node, host=host, port=port, rack=rack
+        )
+        for node, host, port, rack in cache.brokers_on(context.listener)
+    ]
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE,
         endpoint_type=ENDPOINT_BROKERS,

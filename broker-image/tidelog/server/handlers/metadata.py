@@ -79,15 +79,10 @@ async def handle_metadata(broker, header, request, context):
                     topics.append(_error_topic(name, code or ErrorCode.LEADER_NOT_AVAILABLE))
             else:
                 topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-    brokers = []
-    for broker_id, registration in sorted(cache.brokers.items()):
-        endpoint = cache.endpoint(broker_id, context.listener)
-        if endpoint is not None:
-            brokers.append(
-                MetadataResponse.MetadataResponseBroker(
-                    node_id=broker_id, host=endpoint[0], port=endpoint[1], rack=registration.rack
-                )
-            )
+    brokers = [
+        MetadataResponse.MetadataResponseBroker(node_id=node, host=host, port=port, rack=rack)
+        for node, host, port, rack in cache.brokers_on(context.listener)
+    ]
     return MetadataResponse(
         brokers=brokers,
         cluster_id=cache.cluster_id,
