@@ -105,6 +105,49 @@ def test_idle_connection_is_closed(caplog):
     assert any("idle" in m for m in caplog.messages)
 
 
+def test_a_request_being_handled_keeps_its_connection_open(caplog):
+    """A long-poll or acks=all wait may outlast connections.max.idle.ms: not idle."""
+
+    async def handler(payload, context):
+        await asyncio.sleep(0.6)
+        return [frame(payload)]
+
+    async def main():
+        server, port = await started(handler, idle_timeout_ms=200)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(b"slow"))
+        answer = await asyncio.wait_for(read_frame(reader), 5)
+        await server.close()
+        return answer
+
+    with caplog.at_level(logging.INFO):
+        assert asyncio.run(main()) == b"slow"
+    assert not any("idle" in m for m in caplog.messages)
+
+
+def test_a_client_that_stops_reading_is_closed_when_idle(caplog):
+    big = b"x" * (8 << 20)  # more than the socket buffers hold
+
+    async def handler(payload, context):
+        return [frame(big)]
+
+    async def main():
+        server, port = await started(handler, idle_timeout_ms=300)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 16)
+        writer.write(frame(b"give me a lot"))
+        await asyncio.sleep(1.5)  # read nothing meanwhile
+        received = 0
+        while chunk := await asyncio.wait_for(reader.read(1 << 20), 5):
+            received += len(chunk)
+        await server.close()
+        return received
+
+    with caplog.at_level(logging.INFO):
+        received = asyncio.run(main())
+    assert received < len(big) + 4
+    assert any("idle" in m for m in caplog.messages)
+
+
 def test_handler_failure_closes_the_connection_not_the_server(caplog):
     async def handler(payload, context):
         if payload == b"boom":

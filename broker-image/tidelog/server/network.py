@@ -47,6 +47,16 @@ class ConnectionContext:
     connection_id: int = field(default_factory=lambda: next(_ids))
 
 
+@dataclass(eq=False)
+class _Connection:
+    """The serving task of one connection and what the idle sweep needs of it."""
+
+    task: asyncio.Task
+    last_active: float  # loop time of the last handled request or written response
+    busy: bool = False  # a request of it is being handled
+    expired: bool = False  # cancelled by the idle sweep, not by close()
+
+
 class SocketServer:
     def __init__(
         self,
@@ -63,7 +73,8 @@ class SocketServer:
         self._send_buffer = send_buffer_bytes
         self._receive_buffer = receive_buffer_bytes
         self._servers: list[asyncio.AbstractServer] = []
-        self._connections: set[asyncio.Task] = set()
+        self._connections: set[_Connection] = set()
+        self._idle_watch: asyncio.Task | None = None
 
     async def listen(self, name: str, host: str, port: int) -> int:
         """Start accepting on ``host:port`` (an empty host means every interface);
@@ -86,25 +97,27 @@ class SocketServer:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._receive_buffer)
         peer = writer.get_extra_info("peername") or ("?", 0)
         context = ConnectionContext(name, peer[0], peer[1])
-        task = asyncio.current_task()
-        self._connections.add(task)
+        connection = _Connection(asyncio.current_task(), asyncio.get_running_loop().time())
+        self._connections.add(connection)
+        self._start_idle_watch()
         # close() cancels connection tasks; one that ends cancelled is logged as an error
         # by Python 3.11's stream callback, so it ends quietly instead.
         with contextlib.suppress(asyncio.CancelledError):
-            await self._serve(reader, writer, context, task)
+            await self._serve(reader, writer, context, connection)
 
-    async def _serve(self, reader, writer, context: ConnectionContext, task) -> None:
+    async def _serve(self, reader, writer, context: ConnectionContext, connection) -> None:
+        loop = asyncio.get_running_loop()
         try:
             while True:
                 frame = await self._read_frame(reader, context)
                 if frame is None:
                     return
+                connection.busy = True
                 parts = await self._handler(frame, context)
+                connection.busy, connection.last_active = False, loop.time()
                 if parts:
-                    # A client that stops reading holds its connection no longer than
-                    # one that stops writing.
-                    async with asyncio.timeout(self._idle_timeout):
-                        await self._write(writer, parts)
+                    await self._write(writer, parts)
+                    connection.last_active = loop.time()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # the client went away
         except CloseConnection as reason:
@@ -115,7 +128,10 @@ class SocketServer:
                 context.peer_port,
                 reason,
             )
-        except TimeoutError:
+        except asyncio.CancelledError:
+            if not connection.expired:
+                raise
+            writer.transport.abort()  # close() would still send what the peer won't read
             logger.info(
                 "closing connection %s from %s:%d: idle for more than %.0f s",
                 context.connection_id,
@@ -131,12 +147,31 @@ class SocketServer:
                 context.peer_port,
             )
         finally:
-            self._connections.discard(task)
+            self._connections.discard(connection)
             writer.close()
+
+    def _start_idle_watch(self) -> None:
+        if self._idle_timeout is not None and self._idle_watch is None:
+            self._idle_watch = asyncio.get_running_loop().create_task(self._watch_idle())
+
+    async def _watch_idle(self) -> None:
+        """Close connections without a completed frame or response for
+        ``connections.max.idle.ms``: one sweep for all of them, so that serving a request
+        arms no timer. A peer that stops in the middle of a frame, or stops reading a
+        response, is idle too; one whose request is being handled is not."""
+        loop = asyncio.get_running_loop()
+        interval = min(self._idle_timeout / 10, 1.0)
+        while True:
+            await asyncio.sleep(interval)
+            deadline = loop.time() - self._idle_timeout
+            for connection in list(self._connections):
+                if not connection.busy and connection.last_active < deadline:
+                    connection.expired = True
+                    connection.task.cancel()
 
     async def _read_frame(self, reader: asyncio.StreamReader, context) -> bytes | None:
         try:
-            prefix = await asyncio.wait_for(reader.readexactly(4), self._idle_timeout)
+            prefix = await reader.readexactly(4)
         except asyncio.IncompleteReadError as error:
             if error.partial:
                 raise
@@ -153,9 +188,7 @@ class SocketServer:
                 self._max_request_bytes,
             )
             return None
-        # A peer that stops in the middle of a frame is idle too.
-        async with asyncio.timeout(self._idle_timeout):
-            return await reader.readexactly(size)
+        return await reader.readexactly(size)
 
     @staticmethod
     async def _write(writer: asyncio.StreamWriter, parts: Sequence[ResponsePart]) -> None:
@@ -184,8 +217,11 @@ class SocketServer:
     async def close(self) -> None:
         for server in self._servers:
             server.close()
-        for task in list(self._connections):
-            task.cancel()
+        if self._idle_watch is not None:
+            self._idle_watch.cancel()
+            self._idle_watch = None
+        for connection in list(self._connections):
+            connection.task.cancel()
         for server in self._servers:
             await server.wait_closed()
         self._servers.clear()
