@@ -63,7 +63,6 @@ BROKER_SETTINGS = {
 }
 COMPACTED_TOPIC = {
     "cleanup.policy": "compact",
-    "segment.ms": "10000",
     "min.cleanable.dirty.ratio": "0.01",
     "file.delete.delay.ms": "1000",
 }
@@ -81,13 +80,40 @@ class Scale:
     s5_keys: int
     s5_values_per_key: int
     s5_segment_bytes: int
+    s5_segment_ms: int  # rolls the last segment so that the cleaner may take it
     s5_timeout_s: float
     s5_stable_s: float
     sessions: int
 
 
-FULL = Scale(100, 15, 5, 1000, 100, 1_000_000, 5, 16 * 1024 * 1024, 240, 20, 4)
-QUICK = Scale(4, 2, 5, 50, 4, 2_000, 5, 128 * 1024, 60, 8, 2)
+FULL = Scale(
+    s1_megabytes=100,
+    s3_seconds=15,
+    s3_rate_mb=5,
+    s4_partitions=1000,
+    s4_megabytes=100,
+    s5_keys=1_000_000,
+    s5_values_per_key=5,
+    s5_segment_bytes=16 * 1024 * 1024,
+    s5_segment_ms=10_000,
+    s5_timeout_s=240,
+    s5_stable_s=20,
+    sessions=4,
+)
+QUICK = Scale(
+    s1_megabytes=4,
+    s3_seconds=2,
+    s3_rate_mb=5,
+    s4_partitions=50,
+    s4_megabytes=4,
+    s5_keys=2_000,
+    s5_values_per_key=5,
+    s5_segment_bytes=128 * 1024,
+    s5_segment_ms=2_000,
+    s5_timeout_s=60,
+    s5_stable_s=4,
+    sessions=2,
+)
 
 S1_CASES = [(size, codec) for size in (100, 1024) for codec in ("none", "lz4")]
 
@@ -334,6 +360,7 @@ def s5_compaction(session: Session, scale: Scale) -> None:
     case = f"{keys:,} keys x {scale.s5_values_per_key}"
     configs = COMPACTED_TOPIC | {
         "segment.bytes": str(scale.s5_segment_bytes),
+        "segment.ms": str(scale.s5_segment_ms),
         "cleanup.policy": "delete",
         "retention.ms": "-1",
     }
@@ -341,7 +368,7 @@ def s5_compaction(session: Session, scale: Scale) -> None:
     count = keys * scale.s5_values_per_key
     result = loadgen.produce(session.broker.bootstrap, topic, count, 100, keys=keys)
     session.record("S5", case, "loadgen", "produce", result.mb_per_s, "MB/s")
-    time.sleep(int(COMPACTED_TOPIC["segment.ms"]) / 1000 + 1)  # let the last segment roll
+    time.sleep(scale.s5_segment_ms / 1000 + 1)  # let the last segment roll
     log_dirs = session.broker.log_dirs
     before = last = partition_bytes(log_dirs, topic)
     resource = ConfigResource(
@@ -564,7 +591,7 @@ def write_report(
         "- both brokers: " + ", ".join(f"`{k}={v}`" for k, v in BROKER_SETTINGS.items()),
         "- S5 topic: "
         + ", ".join(f"`{k}={v}`" for k, v in COMPACTED_TOPIC.items())
-        + f", `segment.bytes={scale.s5_segment_bytes}`",
+        + f", `segment.bytes={scale.s5_segment_bytes}`, `segment.ms={scale.s5_segment_ms}`",
         "- producers: acks=1, batch.size=65536, linger.ms=5 (S3: linger.ms=1), "
         "idempotence off; consumers: assign() from offset 0, no group",
         "",
@@ -592,7 +619,7 @@ def write_report(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a tiny run (about 2 min)")
+    parser.add_argument("--quick", action="store_true", help="a tiny run (about 1 min)")
     parser.add_argument("--sessions", type=int, help="broker sessions, alternating A B B A")
     parser.add_argument("--profile", action="store_true", help="py-spy the tidelog broker")
     parser.add_argument("--output", type=Path, default=RESULTS)
