@@ -62,7 +62,7 @@ protocol-messages: kafka-libs
 
 # A local cluster on 127.0.0.1: ZooKeeper, a broker and a demo topic; Ctrl-C stops it.
 run: setup
-	$(BIN)/tidelog-local
+	$(BIN)/tidelog-local start
 
 test: setup kafka-libs
 	$(BIN)/pytest

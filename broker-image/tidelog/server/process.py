@@ -37,13 +37,14 @@ class BrokerProcess:
         *,
         broker_id: int = 1,
         port: int | None = None,
+        log_dirs: int = 2,
         overrides: dict[str, str] | None = None,
     ):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.broker_id = broker_id
         self.port = port or free_port()
-        self.log_dirs = [self.directory / "data-0", self.directory / "data-1"]
+        self.log_dirs = [self.directory / f"data-{i}" for i in range(log_dirs)]
         self.log_path = self.directory / "broker.log"
         properties = {
             "broker.id": str(broker_id),
