@@ -565,7 +565,12 @@ def plot(summary: list[dict], sessions: list[Session], stem: Path) -> list[str]:
 
 
 def write_report(
-    stem: Path, scale: Scale, order: list[str], sessions: list[Session], elapsed: float
+    stem: Path,
+    scale: Scale,
+    order: list[str],
+    sessions: list[Session],
+    elapsed: float,
+    software: dict[str, str],
 ) -> Path:
     rows = [row for session in sessions for row in session.rows]
     summary = summarise(rows)
@@ -583,7 +588,7 @@ def write_report(
         "",
         "## Versions",
         "",
-        *[f"- {k}: {v}" for k, v in versions().items()],
+        *[f"- {k}: {v}" for k, v in software.items()],
         "",
         "## Settings",
         "",
@@ -638,6 +643,7 @@ def main() -> None:
     if args.profile:
         profile = stem.with_name(stem.name + "-profiles")
         profile.mkdir(exist_ok=True)
+    software = versions()  # before the run: the code the brokers run, not later edits
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tidelog-bench-") as base:
         work = Path(base)
@@ -652,7 +658,7 @@ def main() -> None:
                 shutil.rmtree(session.broker.directory, ignore_errors=True)
         finally:
             zookeeper.stop()
-    report = write_report(stem, scale, order, sessions, time.monotonic() - began)
+    report = write_report(stem, scale, order, sessions, time.monotonic() - began, software)
     print(f"wrote {report.relative_to(ROOT) if report.is_relative_to(ROOT) else report}")
 
 
