@@ -17,6 +17,7 @@
  *      "batches": [
  *        {"compression": "gzip",               // none, gzip, snappy, lz4, zstd
  *         "roll_before": false,                // optional: roll a new segment first
+ *         "leader_epoch": 3,                   // optional: this batch's epoch (default above)
  *         "producer_id": -1, "producer_epoch": -1, "base_sequence": -1,   // optional
  *         "records": [{"timestamp": 1700000000000, "key": "a2V5", "value": null,
  *                      "headers": [{"key": "h", "value": "dg=="}]}]},
@@ -123,7 +124,8 @@ public class KafkaLogWriter {
                 if (batch.path("roll_before").asBoolean(false))
                     log.roll(scala.Option.empty());
                 MemoryRecords records = buildBatch(batch);
-                LogAppendInfo info = log.appendAsLeader(records, leaderEpoch, AppendOrigin.CLIENT,
+                int epoch = batch.path("leader_epoch").asInt(leaderEpoch);
+                LogAppendInfo info = log.appendAsLeader(records, epoch, AppendOrigin.CLIENT,
                     MetadataVersion.latestProduction(), RequestLocal.NoCaching(), VerificationGuard.SENTINEL);
                 ObjectNode a = appends.addObject();
                 a.put("first_offset", info.firstOffset());

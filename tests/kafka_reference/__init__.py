@@ -165,6 +165,7 @@ class BatchSpec:
     producer_id: int = -1
     producer_epoch: int = -1
     base_sequence: int = -1
+    leader_epoch: int | None = None  # the leader's epoch at this append (default: the call's)
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,7 @@ class RawBatch:
 
     data: bytes
     roll_before: bool = False
+    leader_epoch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -198,9 +200,11 @@ def _b64(data: bytes | None) -> str | None:
 
 
 def _batch_json(batch: BatchSpec | RawBatch) -> dict:
+    epoch = {} if batch.leader_epoch is None else {"leader_epoch": batch.leader_epoch}
     if isinstance(batch, RawBatch):
-        return {"raw": _b64(batch.data), "roll_before": batch.roll_before}
+        return {"raw": _b64(batch.data), "roll_before": batch.roll_before, **epoch}
     return {
+        **epoch,
         "compression": batch.compression,
         "roll_before": batch.roll_before,
         "producer_id": batch.producer_id,

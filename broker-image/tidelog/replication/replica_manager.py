@@ -84,6 +84,15 @@ class ReplicaManager:
             partition.replicas, partition.isr = replicas, isr
         self.topic_ids[topic] = topic_id
         if partition.is_leader:
+            # As Kafka's makeLeader: the epoch starts at the log end before any write, so
+            # OffsetForLeaderEpoch answers for it at once.
+            try:
+                self.log_manager.guarded(
+                    log, lambda: log.assign_epoch_start_offset(leader_epoch, log.log_end_offset)
+                )
+            except KafkaStorageError as error:
+                logger.error("cannot lead %s-%d: %s", topic, index, error)
+                return ErrorCode.KAFKA_STORAGE_ERROR
             partition.maybe_advance_high_watermark()
         return ErrorCode.NONE
 

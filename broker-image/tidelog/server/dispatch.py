@@ -34,6 +34,7 @@ from tidelog.server.handlers.init_producer_id import handle_init_producer_id
 from tidelog.server.handlers.list_offsets import handle_list_offsets
 from tidelog.server.handlers.log_dirs import handle_describe_log_dirs
 from tidelog.server.handlers.metadata import handle_metadata
+from tidelog.server.handlers.offsets_for_leader_epoch import handle_offsets_for_leader_epoch
 from tidelog.server.handlers.produce import handle_produce
 from tidelog.server.network import CloseConnection, ConnectionContext
 
@@ -47,6 +48,7 @@ HANDLERS = {
     ApiKey.PRODUCE: handle_produce,
     ApiKey.FETCH: handle_fetch,
     ApiKey.LIST_OFFSETS: handle_list_offsets,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: handle_offsets_for_leader_epoch,
     ApiKey.CREATE_TOPICS: handle_create_topics,
     ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,
     ApiKey.DELETE_TOPICS: handle_delete_topics,

@@ -4,6 +4,7 @@
   (mechanics in :mod:`.index`) - one segment and its three files.
 * :mod:`.log` - one partition: append, read, roll, truncate, retention, replacement.
 * :mod:`.log_loader` - loading a partition after a clean or unclean shutdown.
+* :mod:`.leader_epoch` - a partition's leader epochs and their checkpoint file.
 * :mod:`.retention` - which segments retention removes.
 * :mod:`.cleaner` - log compaction.
 * :mod:`.log_manager` - the logs of a broker across JBOD directories.

@@ -8,6 +8,11 @@ Offset checkpoints (``recovery-point-offset-checkpoint``, ``log-start-offset-che
     my-topic 0 1234         topic, partition, offset
     my-topic 1 99
 
+The same framing (version line, count line, one entry a line, fields separated by
+whitespace) carries each partition's ``leader-epoch-checkpoint`` (see ``leader_epoch``).
+An empty file reads as no entries, as in Kafka, which creates the file empty before its
+first write; anything else must be complete.
+
 ``meta.properties`` is a Java properties file identifying the broker a directory
 belongs to. Every write goes to ``<file>.tmp``, is fsynced, renamed over the file and
 the directory is fsynced, so a crash leaves either the old or the new content.
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 __all__ = [
@@ -28,9 +33,11 @@ __all__ = [
     "REPLICATION_OFFSET_CHECKPOINT",
     "CheckpointError",
     "fsync_directory",
+    "read_checkpoint_entries",
     "read_offset_checkpoint",
     "read_properties",
     "write_atomically",
+    "write_checkpoint_entries",
     "write_offset_checkpoint",
     "write_properties",
 ]
@@ -68,37 +75,58 @@ def fsync_directory(directory: Path) -> None:
         os.close(handle)
 
 
-def write_offset_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
-    lines = ["0", str(len(offsets))]
-    lines += [
-        f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())
-    ]
+CHECKPOINT_VERSION = 0
+
+
+def write_checkpoint_entries(path: Path, entries: Sequence[str]) -> None:
+    """Version line, count line, then ``entries`` (each already formatted), atomically."""
+    lines = [str(CHECKPOINT_VERSION), str(len(entries)), *entries]
     write_atomically(path, "\n".join(lines) + "\n")
 
 
-def read_offset_checkpoint(path: Path) -> dict[TopicPartition, int]:
-    """The checkpoint's entries; an absent file is empty, a malformed one raises."""
+def read_checkpoint_entries(path: Path, width: int) -> list[list[str]]:
+    """The whitespace-separated fields of each entry line, every line holding ``width``
+    fields. An absent or empty file has no entries; a malformed one raises."""
     path = Path(path)
     if not path.exists():
-        return {}
+        return []
     lines = path.read_text(encoding="utf-8").splitlines()
-    if len(lines) < 2 or lines[0].strip() != "0":
+    if not lines:
+        return []
+    if len(lines) < 2 or lines[0].strip() != str(CHECKPOINT_VERSION):
         raise CheckpointError(f"{path}: unrecognised checkpoint version line {lines[:1]}")
     try:
         expected = int(lines[1])
     except ValueError:
         raise CheckpointError(f"{path}: line 2 is not an entry count: {lines[1]!r}") from None
-    offsets = {}
+    entries = []
     for number, line in enumerate(lines[2:], start=3):
-        parts = line.split()
-        if len(parts) != 3 or not parts[1].isdigit():
-            raise CheckpointError(f"{path}: line {number} is not 'topic partition offset'")
+        fields = line.split()
+        if len(fields) != width:
+            raise CheckpointError(f"{path}: line {number} does not have {width} fields: {line!r}")
+        entries.append(fields)
+    if len(entries) != expected:
+        raise CheckpointError(f"{path}: expected {expected} entries, found {len(entries)}")
+    return entries
+
+
+def write_offset_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
+    write_checkpoint_entries(
+        path,
+        [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())],
+    )
+
+
+def read_offset_checkpoint(path: Path) -> dict[TopicPartition, int]:
+    """The checkpoint's entries; an absent file is empty, a malformed one raises."""
+    offsets = {}
+    for number, (topic, partition, offset) in enumerate(read_checkpoint_entries(path, 3), 3):
+        if not partition.isdigit():
+            raise CheckpointError(f"{path}: line {number} has a bad partition {partition!r}")
         try:
-            offsets[(parts[0], int(parts[1]))] = int(parts[2])
+            offsets[(topic, int(partition))] = int(offset)
         except ValueError:
-            raise CheckpointError(f"{path}: line {number} has a bad offset {parts[2]!r}") from None
-    if len(offsets) != expected:
-        raise CheckpointError(f"{path}: expected {expected} entries, found {len(offsets)}")
+            raise CheckpointError(f"{path}: line {number} has a bad offset {offset!r}") from None
     return offsets
 
 

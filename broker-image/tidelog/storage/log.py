@@ -6,6 +6,10 @@ work and no record is touched), and write them to the active segment. Reads hand
 file slices of whole batches. Retention, DeleteRecords, truncation and the cleaner's
 segment replacement change the segment list under one lock; readers take a snapshot of
 the list and never block appends.
+
+The log owns its partition's leader epoch cache (``leader_epoch``): an append records the
+epoch of its batches when it is new, truncations cut the cache where they cut the log,
+and a rising log start offset moves the cache's first entry up with it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from tidelog.records.validation import validate_producer_records, validate_repli
 from tidelog.storage.checkpoints import fsync_directory
 from tidelog.storage.config import LogConfig
 from tidelog.storage.errors import OffsetOutOfRangeError, StorageError
+from tidelog.storage.leader_epoch import LeaderEpochCache
 from tidelog.storage.log_append_time import stamp_log_append_time
 from tidelog.storage.log_loader import (
     CLEANED_SUFFIX,
@@ -97,6 +102,7 @@ class Log:
         next_offset: int,
         log_start_offset: int,
         recovery_point: int,
+        leader_epochs: LeaderEpochCache,
         clock: Callable[[], float],
         scheduler: Scheduler | None,
         on_io_error: Callable[[Log, OSError], None] | None = None,
@@ -112,6 +118,11 @@ class Log:
         self._publish_end(next_offset)
         self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
         self.recovery_point = recovery_point
+        self.leader_epochs = leader_epochs
+        # The checkpoint may hold epochs of data that a crash or a later truncation took
+        # away, and epochs below a start offset that rose since it was written.
+        leader_epochs.truncate_from_end(next_offset)
+        leader_epochs.truncate_from_start(self.log_start_offset)
         self.producer_state = ProducerStateManager(self.directory)
         self._load_producer_state()
         if self.log_start_offset > next_offset:
@@ -145,6 +156,7 @@ class Log:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         config = config or LogConfig()
+        leader_epochs = LeaderEpochCache(directory)
         loaded = load_log(
             directory,
             config,
@@ -152,6 +164,7 @@ class Log:
             log_start_offset=log_start_offset,
             recovery_point=recovery_point,
             had_clean_shutdown=had_clean_shutdown,
+            leader_epochs=leader_epochs,
             rolling_jitter_ms=_jitter(config),
         )
         return cls(
@@ -161,6 +174,7 @@ class Log:
             next_offset=loaded.next_offset,
             log_start_offset=log_start_offset,
             recovery_point=loaded.recovery_point,
+            leader_epochs=leader_epochs,
             clock=clock,
             scheduler=scheduler,
             on_io_error=on_io_error,
@@ -241,6 +255,7 @@ class Log:
             if duplicate is not None:
                 return _duplicate_info(duplicate)
             first_offset = next_offset = self._next_offset
+            self.leader_epochs.assign(leader_epoch, first_offset)
             pieces, batches = [], []
             for header in validated.batches:
                 start = header.position
@@ -260,6 +275,7 @@ class Log:
             if duplicate is not None:
                 return _duplicate_info(duplicate)
             first_offset = next_offset = self._next_offset
+            self.leader_epochs.assign(leader_epoch, first_offset)
             for header in headers:
                 rewrite_base_offset_and_epoch(data, header.position, next_offset, leader_epoch)
                 next_offset += header.last_offset_delta + 1
@@ -279,7 +295,15 @@ class Log:
                     f"batch at offset {batches[0].base_offset} is below the log end offset "
                     f"{self._next_offset} of {self.directory.name}"
                 )
+            self._assign_batch_epochs(batches)
             return self._append([view], batches, batches[0].base_offset, -1)
+
+    def _assign_batch_epochs(self, batches: Sequence[BatchHeader]) -> None:
+        """A follower's batches carry the epochs of the leaders that wrote them."""
+        cache = self.leader_epochs
+        for batch in batches:
+            if batch.partition_leader_epoch >= 0:  # -1: written before epochs existed
+                cache.assign(batch.partition_leader_epoch, batch.base_offset)
 
     def _append(
         self, pieces: Sequence, batches: Sequence[BatchHeader], first_offset: int, append_time: int
@@ -458,6 +482,7 @@ class Log:
             keep[-1].truncate_to(offset)
             keep[-1].resize_indexes(self.config.segment_index_bytes)
             self._publish_end(keep[-1].read_next_offset())
+            self.leader_epochs.truncate_from_end(self._next_offset)
             self._load_producer_state()
             self.recovery_point = min(self.recovery_point, self._next_offset)
             self.log_start_offset = min(self.log_start_offset, self._next_offset)
@@ -469,6 +494,7 @@ class Log:
             self._retire(self._segments)
             self._set_segments([self._new_segment(offset)])
             self._publish_end(offset)
+            self.leader_epochs.clear()
             self.producer_state.clear()
             self.producer_state.delete_snapshots_below(offset + 1)
             self.log_start_offset = offset
@@ -495,6 +521,7 @@ class Log:
                 self._delete_segments(
                     segments_below_start_offset(self._segments, self.log_start_offset)
                 )
+                self.leader_epochs.truncate_from_start(self.log_start_offset)
             return self.log_start_offset
 
     def _delete_segments(self, doomed: Sequence[LogSegment]) -> None:
@@ -503,8 +530,26 @@ class Log:
         gone = set(map(id, doomed))
         self._set_segments([s for s in self._segments if id(s) not in gone])
         self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+        self.leader_epochs.truncate_from_start(self.log_start_offset)
         self._retire(doomed)
         self.producer_state.delete_snapshots_below(self.log_start_offset)
+
+    # -- leader epochs -----------------------------------------------------------------------------
+
+    @property
+    def latest_epoch(self) -> int:
+        """The newest leader epoch that wrote to (or leads) this log; -1 when none."""
+        return self.leader_epochs.latest_epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) as OffsetForLeaderEpoch answers; see
+        ``LeaderEpochCache.end_offset_for``."""
+        return self.leader_epochs.end_offset_for(epoch, self.log_end_offset)
+
+    def assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
+        """A new leader records its epoch from the log end offset before any write."""
+        with self._lock:
+            self.leader_epochs.assign(epoch, start_offset)
 
     # -- cleaner support -------------------------------------------------------------------------
 

@@ -12,6 +12,10 @@ sequence, seed 001) are resolved in this order:
 3. The remaining ``.swap`` segments completed step 1: they replace every segment whose
    base offset falls in their offset range. The old segments go (rename to
    ``.deleted``, delete), the ``.swap`` suffix is removed and the indexes are rebuilt.
+
+Recovering a segment also records in the leader epoch cache every batch epoch newer than
+the latest it holds, as Kafka's LogSegment.recover does: the cache then covers the epochs
+of data the checkpoint file may not have seen.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import NamedTuple
 
 from tidelog.storage.config import LogConfig
 from tidelog.storage.errors import CorruptIndexError
+from tidelog.storage.leader_epoch import LeaderEpochCache
 from tidelog.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -71,6 +76,7 @@ def load_log(
     log_start_offset: int,
     recovery_point: int,
     had_clean_shutdown: bool,
+    leader_epochs: LeaderEpochCache,
     rolling_jitter_ms: int = 0,
 ) -> LoadedLog:
     def open_segment(base_offset: int, suffix: str = "") -> LogSegment:
@@ -89,7 +95,7 @@ def load_log(
     if not segments:
         segments = [open_segment(log_start_offset)]
     if not had_clean_shutdown:
-        recovery_point = _recover_tail(segments, recovery_point)
+        recovery_point = _recover_tail(segments, recovery_point, leader_epochs)
     next_offset = segments[-1].read_next_offset()
     segments[-1].resize_indexes(config.segment_index_bytes)
     return LoadedLog(segments, next_offset, min(recovery_point, next_offset))
@@ -167,7 +173,9 @@ def _open_segments(directory: Path, open_segment) -> list[LogSegment]:
     return segments
 
 
-def _recover_tail(segments: list[LogSegment], recovery_point: int) -> int:
+def _recover_tail(
+    segments: list[LogSegment], recovery_point: int, leader_epochs: LeaderEpochCache
+) -> int:
     """Re-validate every segment that may hold unflushed data; after a truncation,
     everything later is garbage from the crash and is deleted."""
     first = max(
@@ -177,7 +185,9 @@ def _recover_tail(segments: list[LogSegment], recovery_point: int) -> int:
     for i in range(first, len(segments)):
         segment = segments[i]
         log.info("recovering unflushed segment %s", segment.log_path)
-        if segment.recover() and i + 1 < len(segments):
+        truncated = segment.recover()
+        _assign_newer_epochs(segment, leader_epochs)
+        if truncated and i + 1 < len(segments):
             for later in segments[i + 1 :]:
                 log.warning("deleting %s: it follows a truncated segment", later.log_path)
                 later.delete()
@@ -185,3 +195,9 @@ def _recover_tail(segments: list[LogSegment], recovery_point: int) -> int:
             break
     # Recovered bytes may still sit only in the page cache: the point does not move.
     return recovery_point
+
+
+def _assign_newer_epochs(segment: LogSegment, leader_epochs: LeaderEpochCache) -> None:
+    for header in segment.log.batch_headers():
+        if header.partition_leader_epoch > leader_epochs.latest_epoch:
+            leader_epochs.assign(header.partition_leader_epoch, header.base_offset)

@@ -36,6 +36,7 @@ from tidelog.storage.checkpoints import (
 from tidelog.storage.cleaner import CleanerConfig, LogCleaner
 from tidelog.storage.config import LogConfig
 from tidelog.storage.errors import KafkaStorageError, LogDirNotFoundError, StorageError
+from tidelog.storage.leader_epoch import LeaderEpochCheckpointError
 from tidelog.storage.log import Log, parse_topic_partition
 from tidelog.storage.scheduler import Scheduler
 
@@ -283,7 +284,7 @@ class LogManager:
                     scheduler=self.scheduler,
                     on_io_error=self._log_io_error,
                 )
-            except OSError as error:
+            except (OSError, LeaderEpochCheckpointError) as error:
                 self._mark_offline(parent, f"creating {topic}-{partition} failed: {error}")
                 raise KafkaStorageError(str(error)) from error
             self._logs[(topic, partition)] = log

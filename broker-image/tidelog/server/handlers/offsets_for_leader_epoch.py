@@ -1,0 +1,78 @@
+"""OffsetForLeaderEpoch: where a leader epoch ends in the leader's log.
+
+A follower back from a restart or a leader change asks for the epoch of its last batch
+and truncates to the answer (seed 004); a consumer asks for the epoch of its position to
+find out whether the log it read was truncated since. Answered by the partition's leader
+from its leader epoch cache: (epoch, end offset), or (-1, -1) when the epoch is unknown.
+
+Errors, checked in Kafka's order: KAFKA_STORAGE_ERROR for a partition whose directory
+failed; for a hosted partition first the client's ``current_leader_epoch`` (-1: none
+given) - FENCED_LEADER_EPOCH when older than the partition's, UNKNOWN_LEADER_EPOCH when
+newer - then NOT_LEADER_OR_FOLLOWER on a follower; for one not hosted here
+NOT_LEADER_OR_FOLLOWER when the cluster knows it, else UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+from tidelog.protocol import ApiKey, response_class
+from tidelog.protocol.errors import ErrorCode
+from tidelog.replication.partition import Partition
+from tidelog.storage.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+
+__all__ = ["check_current_leader_epoch", "handle_offsets_for_leader_epoch"]
+
+OffsetForLeaderEpochResponse = response_class(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+
+NO_CURRENT_LEADER_EPOCH = -1
+
+
+def check_current_leader_epoch(partition: Partition, current_leader_epoch: int) -> ErrorCode:
+    """Fence a client whose metadata names another leader epoch than this broker's."""
+    if current_leader_epoch == NO_CURRENT_LEADER_EPOCH:
+        return ErrorCode.NONE
+    if current_leader_epoch < partition.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    if current_leader_epoch > partition.leader_epoch:
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+    return ErrorCode.NONE
+
+
+def _end_offset(broker, topic: str, wanted) -> tuple[ErrorCode, int, int]:
+    """(error, epoch, end offset) for one partition."""
+    key = (topic, wanted.partition)
+    undefined = UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+    if key in broker.log_manager.offline_partitions:
+        return ErrorCode.KAFKA_STORAGE_ERROR, *undefined
+    partition = broker.replica_manager.partitions.get(key)
+    if partition is None:
+        if broker.metadata.partition(*key) is not None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, *undefined
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, *undefined
+    fenced = check_current_leader_epoch(partition, wanted.current_leader_epoch)
+    if fenced != ErrorCode.NONE:
+        return fenced, *undefined
+    if not partition.is_leader:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, *undefined
+    return ErrorCode.NONE, *partition.log.end_offset_for_epoch(wanted.leader_epoch)
+
+
+async def handle_offsets_for_leader_epoch(broker, header, request, context):
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for wanted in topic.partitions:
+            code, epoch, end_offset = _end_offset(broker, topic.topic, wanted)
+            partitions.append(
+                OffsetForLeaderEpochResponse.EpochEndOffset(
+                    error_code=code,
+                    partition=wanted.partition,
+                    leader_epoch=epoch,
+                    end_offset=end_offset,
+                )
+            )
+        topics.append(
+            OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(
+                topic=topic.topic, partitions=partitions
+            )
+        )
+    return OffsetForLeaderEpochResponse(topics=topics)
