@@ -1,6 +1,7 @@
 import pytest
 
 from integration.broker_process import BrokerProcess
+from integration.cluster import Cluster
 
 
 @pytest.fixture
@@ -11,3 +12,12 @@ def broker(tmp_path, zk_chroot):
     yield process
     code = process.stop()
     assert code == 0, f"broker exited with {code}:\n{process.log()[-3000:]}"
+
+
+@pytest.fixture
+def cluster(tmp_path, zk_chroot):
+    """Three running brokers (ids 1, 2, 3) on one ZooKeeper chroot, with a short
+    ZooKeeper session so that a killed broker is noticed within seconds; those still
+    running after the test must stop cleanly."""
+    with Cluster(tmp_path, zk_chroot, size=3) as running:
+        yield running

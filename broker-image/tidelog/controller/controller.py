@@ -2,110 +2,105 @@
 
 Its work runs as one event queue (seed 003: a single thread and an event queue):
 ZooKeeper watches only enqueue events, and one coroutine handles them in order, so no
-two decisions interleave. It decides partition leadership (the first live replica of
-the assignment that is in the ISR), records it in ZooKeeper under the partition state
-node, and tells the brokers through a channel (LeaderAndIsr, UpdateMetadata,
-StopReplica). Every message carries the controller epoch, bumped with a conditional
-write at election, so a broker ignores a deposed controller.
+two decisions interleave. Every broker takes part in the election: it watches
+``/controller`` and runs for the role whenever the node disappears (seed 000). A new
+controller bumps ``/controller_epoch`` with a conditional write, loads every topic's
+assignment and partition state from ZooKeeper, elects leaders where they are missing,
+and tells every live broker (LeaderAndIsr to the replicas, a full UpdateMetadata to
+all). Then it follows ``/brokers/ids``: a broker that leaves loses its leaderships and
+its ISR memberships, a broker that (re)joins gets the metadata and its replicas back.
+Every request carries the controller epoch, so brokers ignore a deposed controller.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Collection, Iterable
+from dataclasses import replace
 
-from tidelog.controller.zk_client import KafkaZkClient
-from tidelog.controller.zk_data import PartitionState, TopicAssignment
+from kazoo.protocol.states import EventType
 
-__all__ = ["Controller", "ControllerChannel", "PartitionLeadership"]
+from tidelog.controller.channel import ControllerChannel
+from tidelog.controller.election import NO_LEADER, next_leadership
+from tidelog.controller.requests import LEADER_DURING_DELETE, PartitionLeadership, ReplicaToStop
+from tidelog.controller.zk_client import SESSION_ERRORS, KafkaZkClient, StalePartitionStateError
+from tidelog.controller.zk_data import BrokerRegistration, PartitionState, TopicAssignment
+
+__all__ = ["Controller"]
 
 logger = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class PartitionLeadership:
-    """What LeaderAndIsr and UpdateMetadata carry for one partition."""
-
-    topic: str
-    topic_id: uuid.UUID
-    partition: int
-    leader: int
-    leader_epoch: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-
-
-class ControllerChannel:
-    """How the controller reaches brokers. The local broker is called directly; other
-    brokers are reached over the Kafka protocol (issue 5 brings that path)."""
-
-    def __init__(self, local_id: int, local: object):
-        self.local_id = local_id
-        self.local = local
-
-    async def leader_and_isr(self, broker: int, epoch: int, states: list[PartitionLeadership]):
-        if broker == self.local_id:
-            await self.local.handle_leader_and_isr(epoch, states)
-
-    async def update_metadata(
-        self,
-        broker: int,
-        epoch: int,
-        brokers: dict,
-        states: list[PartitionLeadership],
-        deleted: list[str],
-    ):
-        if broker == self.local_id:
-            await self.local.handle_update_metadata(epoch, brokers, states, deleted)
-
-    async def stop_replica(
-        self, broker: int, epoch: int, partitions: list[tuple[str, int]], delete: bool
-    ):
-        if broker == self.local_id:
-            await self.local.handle_stop_replica(epoch, partitions, delete)
-
-
 Event = Callable[[], Awaitable[None]]
+TopicPartition = tuple[str, int]
+UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
+# Conditional writes of one partition's state before the controller gives up on it.
+STATE_WRITE_ATTEMPTS = 5
 
 
 class Controller:
-    def __init__(self, broker_id: int, zk: KafkaZkClient, channel: ControllerChannel):
+    def __init__(
+        self,
+        broker_id: int,
+        zk: KafkaZkClient,
+        channel: ControllerChannel,
+        *,
+        unclean_leader_election: Callable[[], bool] = lambda: False,
+    ):
         self.broker_id = broker_id
         self.zk = zk
         self.channel = channel
+        self._unclean_default = unclean_leader_election
         self.epoch = 0
         self.is_active = False
         self._queue: asyncio.Queue[tuple[Event, asyncio.Future | None]] = asyncio.Queue()
         self._loop = asyncio.get_running_loop()
         self._runner: asyncio.Task | None = None
-        self.brokers: dict = {}  # live broker id -> BrokerRegistration
+        self.brokers: dict[int, BrokerRegistration] = {}  # the live ones
         self.assignments: dict[str, TopicAssignment] = {}
-        self.leadership: dict[tuple[str, int], PartitionLeadership] = {}
+        self.states: dict[TopicPartition, PartitionState] = {}
+        # One callable per watch: kazoo keeps watches in sets, so re-arming one that is
+        # still armed does not make it fire twice.
+        self._watch_controller = self._watch(self._elect)
+        self._watch_brokers = self._watch(self._brokers_changed)
+        self._watch_topics = self._watch(self._topics_changed)
 
     # -- the event queue --------------------------------------------------------------------
 
     def start(self) -> None:
         self._runner = asyncio.create_task(self._run(), name="controller-events")
-        self.enqueue(self._elect)
+        self.elect()
 
     async def stop(self) -> None:
         if self._runner is not None:
             self._runner.cancel()
             await asyncio.gather(self._runner, return_exceptions=True)
+        await self.channel.close()
 
     def enqueue(self, event: Event) -> asyncio.Future:
         done = self._loop.create_future()
         self._queue.put_nowait((event, done))
         return done
 
-    def _enqueue_from_zookeeper(self, event: Event) -> Callable:
-        """A kazoo watch callback (kazoo's thread): it only enqueues."""
+    def elect(self) -> asyncio.Future:
+        """Run for controller (start-up, and again on a new ZooKeeper session, which
+        also re-arms the watches the old session lost)."""
+        return self.enqueue(self._elect)
 
-        def watch(_watched_event=None) -> None:
-            self._loop.call_soon_threadsafe(self.enqueue, event)
+    def resign(self) -> asyncio.Future:
+        """The ZooKeeper session expired: ``/controller`` went with it."""
+        return self.enqueue(self._resign)
+
+    def _watch(self, event: Event) -> Callable:
+        """A kazoo watch callback (kazoo's thread): it only enqueues. Session events are
+        left to the broker, which calls :meth:`resign` and :meth:`elect`."""
+
+        def watch(watched_event=None) -> None:
+            if watched_event is not None and watched_event.type == EventType.NONE:
+                return
+            with contextlib.suppress(RuntimeError):  # a closed loop: the broker stopped
+                self._loop.call_soon_threadsafe(self.enqueue, event)
 
         return watch
 
@@ -121,41 +116,229 @@ class Controller:
                 if done is not None and not done.done():
                     done.set_result(None)
             except Exception as error:
-                logger.exception("controller event %s failed", getattr(event, "__name__", event))
+                name = getattr(event, "__name__", event)
+                if isinstance(error, SESSION_ERRORS):  # the new session runs the election
+                    logger.warning("controller event %s: ZooKeeper session lost", name)
+                else:
+                    logger.exception("controller event %s failed", name)
                 if done is not None and not done.done():
                     done.set_exception(error)
 
     async def _zk(self, function, *args):
         return await asyncio.to_thread(function, *args)
 
-    # -- events -------------------------------------------------------------------------------
+    # -- election and failover ----------------------------------------------------------------
 
     async def _elect(self) -> None:
-        epoch = await self._zk(self.zk.try_become_controller, self.broker_id)
-        if epoch is None:
-            current = await self._zk(
-                self.zk.controller_id, self._enqueue_from_zookeeper(self._elect)
-            )
-            logger.info("broker %s is the controller", current)
-            self.is_active = False
-            return
+        current = await self._zk(self.zk.controller_id, self._watch_controller)
+        while current is None:
+            epoch = await self._zk(self.zk.try_become_controller, self.broker_id)
+            current = await self._zk(self.zk.controller_id, self._watch_controller)
+            if epoch is not None:
+                await self._become_controller(epoch)
+                return
+        if self.is_active and current != self.broker_id:
+            await self._resign()
+        logger.info("broker %s is the controller", current)
+
+    async def _resign(self) -> None:
+        if self.is_active:
+            logger.info("broker %d is no longer the controller", self.broker_id)
+        self.is_active = False
+        self.brokers, self.assignments, self.states = {}, {}, {}
+        await self.channel.close()
+
+    async def _become_controller(self, epoch: int) -> None:
         self.epoch, self.is_active = epoch, True
         logger.info("broker %d is the controller (epoch %d)", self.broker_id, epoch)
-        await self._brokers_changed()
-        await self._topics_changed()
+        self.brokers = await self._zk(self.zk.live_brokers, self._watch_brokers)
+        self.channel.set_brokers(self.brokers)
+        self.assignments, self.states = {}, {}
+        for topic in await self._zk(self.zk.topics, self._watch_topics):
+            assignment, states = await self._zk(self._read_topic, topic)
+            if assignment is not None:
+                self.assignments[topic] = assignment
+                self.states.update(states)
+        for topic, assignment in self.assignments.items():
+            for partition in assignment.partitions:
+                if (topic, partition) not in self.states:  # its creator died before writing it
+                    await self._initialize_partition((topic, partition))
+        live = set(self.brokers)
+        for key, state in list(self.states.items()):
+            if state.leader not in live or not live.issuperset(state.isr):
+                await self._elect_leader(key, live)
+        await self._send_update_metadata(self._leaderships(self.states))
+        await self._send_leader_and_isr(list(self.states))
+        pending = await self._zk(self.zk.topics_marked_for_deletion)
+        if pending:  # deletions a previous controller did not finish
+            await self._delete_topics(pending)
+
+    def _read_topic(self, topic: str) -> tuple[TopicAssignment | None, dict]:
+        """A topic's assignment and partition states (blocking: runs in a worker thread)."""
+        assignment = self.zk.topic_assignment(topic)
+        states = {}
+        for partition in assignment.partitions if assignment else ():
+            state = self.zk.partition_state(topic, partition)
+            if state is not None:
+                states[(topic, partition)] = state
+        return assignment, states
+
+    # -- brokers joining and leaving ----------------------------------------------------------
 
     async def _brokers_changed(self) -> None:
         if not self.is_active:
             return
-        self.brokers = await self._zk(
-            self.zk.live_brokers, self._enqueue_from_zookeeper(self._brokers_changed)
-        )
-        await self._send_metadata(list(self.leadership.values()), [])
+        live = await self._zk(self.zk.live_brokers, self._watch_brokers)
+        # A broker registered with a new epoch restarted meanwhile: gone, then back.
+        gone = {b for b, known in self.brokers.items() if b not in live or live[b] != known}
+        started = {b for b in live if b not in self.brokers or b in gone}
+        self.brokers = live
+        self.channel.set_brokers(live)
+        if gone:
+            await self._on_brokers_gone(gone)
+        if started:
+            await self._on_brokers_started(started)
+
+    async def _on_brokers_gone(self, gone: set[int]) -> None:
+        """Each partition the brokers led gets a new leader; they leave every ISR."""
+        logger.info("brokers %s left the cluster", sorted(gone))
+        alive = set(self.brokers) - gone
+        affected = [key for key in self.states if gone.intersection(self._replicas(key))]
+        changed = [key for key in affected if await self._elect_leader(key, alive)]
+        await self._send_leader_and_isr(changed, to=alive)
+        await self._send_update_metadata(self._leaderships(affected), to=alive)
+
+    async def _on_brokers_started(self, started: set[int]) -> None:
+        """A (re)joining broker gets the whole metadata and its replicas; a partition
+        without a leader may get one among them."""
+        logger.info("brokers %s joined the cluster", sorted(started))
+        live = set(self.brokers)
+        hosted = [key for key in self.states if started.intersection(self._replicas(key))]
+        changed = [
+            key
+            for key in hosted
+            if self.states[key].leader not in live and await self._elect_leader(key, live)
+        ]
+        await self._send_update_metadata(self._leaderships(self.states), to=started)
+        await self._send_update_metadata(self._leaderships(hosted), to=live - started)
+        await self._send_leader_and_isr(changed)
+        await self._send_leader_and_isr([k for k in hosted if k not in changed], to=started)
+
+    # -- partition state ------------------------------------------------------------------------
+
+    def _replicas(self, key: TopicPartition) -> list[int]:
+        topic, partition = key
+        return self.assignments[topic].partitions[partition]
+
+    async def _initialize_partition(self, key: TopicPartition) -> None:
+        """A new partition: the first live replica leads, the live replicas are the ISR.
+        A state an earlier controller already wrote is taken as it is."""
+        replicas = self._replicas(key)
+        live = [b for b in replicas if b in self.brokers]
+        leader = live[0] if live else NO_LEADER
+        proposed = PartitionState(leader, 0, live or [replicas[0]], self.epoch)
+        self.states[key] = await self._zk(self.zk.create_partition_state, *key, proposed)
+
+    async def _elect_leader(self, key: TopicPartition, live: Collection[int]) -> bool:
+        """Move the partition to the leader and ISR the live brokers allow, written to
+        its state znode conditionally on the version read; True when it changed."""
+        topic, partition = key
+        replicas = self._replicas(key)
+        state = self.states[key]
+        for _ in range(STATE_WRITE_ATTEMPTS):
+            leader, isr = next_leadership(
+                replicas, state.leader, state.isr, live, unclean_allowed=False
+            )
+            unclean = (
+                leader == NO_LEADER
+                and any(b in live for b in replicas)
+                and await self._unclean_allowed(topic)
+            )
+            if unclean:
+                leader, isr = next_leadership(
+                    replicas, state.leader, state.isr, live, unclean_allowed=True
+                )
+            if leader == state.leader and isr == state.isr:
+                return False
+            new = PartitionState(leader, state.leader_epoch + 1, isr, self.epoch, state.zk_version)
+            try:
+                version = await self._zk(self.zk.update_partition_state, topic, partition, new)
+            except StalePartitionStateError:  # changed meanwhile (an ISR change): read again
+                state = await self._zk(self.zk.partition_state, topic, partition)
+                if state is None:
+                    return False
+                self.states[key] = state
+                continue
+            self.states[key] = replace(new, zk_version=version)
+            log = logger.warning if unclean or leader == NO_LEADER else logger.info
+            log(
+                "%s-%d: leader %d, ISR %s, leader epoch %d%s",
+                topic,
+                partition,
+                leader,
+                isr,
+                new.leader_epoch,
+                " (unclean election)" if unclean else "",
+            )
+            return True
+        logger.error("%s-%d: its state kept changing; leader not moved", topic, partition)
+        return False
+
+    async def _unclean_allowed(self, topic: str) -> bool:
+        """The topic's override of unclean.leader.election.enable, else the broker's."""
+        overrides = await self._zk(self.zk.entity_config, "topics", topic)
+        value = overrides.get(UNCLEAN_LEADER_ELECTION)
+        if value is None:
+            return self._unclean_default()
+        return value.strip().lower() == "true"
+
+    def _leaderships(self, keys: Iterable[TopicPartition]) -> list[PartitionLeadership]:
+        found = []
+        for topic, partition in keys:
+            state = self.states[(topic, partition)]
+            replicas = self.assignments[topic].partitions[partition]
+            found.append(
+                PartitionLeadership(
+                    topic,
+                    self.assignments[topic].topic_id,
+                    partition,
+                    state.leader,
+                    state.leader_epoch,
+                    tuple(replicas),
+                    tuple(state.isr),
+                    state.controller_epoch,
+                    state.zk_version,
+                    tuple(b for b in replicas if b not in self.brokers),
+                )
+            )
+        return found
+
+    async def _send_leader_and_isr(
+        self, keys: Iterable[TopicPartition], to: Collection[int] | None = None
+    ) -> None:
+        """LeaderAndIsr to the live replicas of each partition (those in ``to``)."""
+        by_broker: dict[int, list[PartitionLeadership]] = {}
+        for leadership in self._leaderships(keys):
+            for replica in leadership.replicas:
+                if replica in self.brokers and (to is None or replica in to):
+                    by_broker.setdefault(replica, []).append(leadership)
+        for broker, states in sorted(by_broker.items()):
+            await self.channel.leader_and_isr(broker, self.epoch, states)
+
+    async def _send_update_metadata(
+        self, states: list[PartitionLeadership], to: Collection[int] | None = None
+    ) -> None:
+        """UpdateMetadata (every live broker, and these partitions) to ``to``, by default
+        every live broker."""
+        for broker in sorted(self.brokers if to is None else to):
+            await self.channel.update_metadata(broker, self.epoch, states)
+
+    # -- topics -----------------------------------------------------------------------------------
 
     async def _topics_changed(self) -> None:
         if not self.is_active:
             return
-        topics = await self._zk(self.zk.topics, self._enqueue_from_zookeeper(self._topics_changed))
+        topics = await self._zk(self.zk.topics, self._watch_topics)
         for topic in topics:
             assignment = await self._zk(self.zk.topic_assignment, topic)
             if assignment is None:
@@ -168,40 +351,19 @@ class Controller:
             if new_partitions:
                 await self._start_partitions(assignment, new_partitions)
         for topic in set(self.assignments) - set(topics):
-            self.assignments.pop(topic)
+            assignment = self.assignments.pop(topic)
+            for partition in assignment.partitions:
+                self.states.pop((topic, partition), None)
 
     async def _start_partitions(self, assignment: TopicAssignment, partitions: list[int]) -> None:
         """Online-partition transition: reuse a recorded state, or elect the first live
-        replica and record it."""
-        states = []
-        for index in partitions:
-            replicas = assignment.partitions[index]
-            state = await self._zk(self.zk.partition_state, assignment.topic, index)
-            if state is None:
-                live = [b for b in replicas if b in self.live_brokers]
-                leader = live[0] if live else -1
-                state = PartitionState(leader, 0, live or [replicas[0]], self.epoch)
-                await self._zk(self.zk.create_partition_state, assignment.topic, index, state)
-            leadership = PartitionLeadership(
-                assignment.topic,
-                assignment.topic_id,
-                index,
-                state.leader,
-                state.leader_epoch,
-                tuple(replicas),
-                tuple(state.isr),
-            )
-            self.leadership[(assignment.topic, index)] = leadership
-            states.append(leadership)
-        for broker in sorted(self.live_brokers):
-            mine = [s for s in states if broker in s.replicas]
-            if mine:
-                await self.channel.leader_and_isr(broker, self.epoch, mine)
-        await self._send_metadata(states, [])
-
-    async def _send_metadata(self, states: list[PartitionLeadership], deleted: list[str]) -> None:
-        for broker in sorted(self.live_brokers):
-            await self.channel.update_metadata(broker, self.epoch, self.brokers, states, deleted)
+        replica and record it; then tell the replicas and every broker."""
+        keys = [(assignment.topic, index) for index in partitions]
+        for key in keys:
+            if key not in self.states:
+                await self._initialize_partition(key)
+        await self._send_leader_and_isr(keys)
+        await self._send_update_metadata(self._leaderships(keys))
 
     async def delete_topics(self, topics: list[str]) -> None:
         """DeleteTopics on the controller, as an event in the queue."""
@@ -228,21 +390,36 @@ class Controller:
         await self._start_partitions(assignment, sorted(new_partitions))
 
     async def _delete_topics(self, topics: list[str]) -> None:
-        """Stop and delete every replica, then remove the znodes."""
+        """Stop and delete every replica, then remove the znodes, then tell every broker
+        (leader -2 marks a partition being deleted)."""
         for topic in topics:
             await self._zk(self.zk.mark_topic_for_deletion, topic)
+        deleted: list[PartitionLeadership] = []
         for topic in topics:
             assignment = self.assignments.pop(topic, None)
-            if assignment is None:
-                continue
-            for broker in sorted(self.live_brokers):
-                partitions = [(topic, p) for p, r in assignment.partitions.items() if broker in r]
-                if partitions:
-                    await self.channel.stop_replica(broker, self.epoch, partitions, True)
-            for index in assignment.partitions:
-                self.leadership.pop((topic, index), None)
+            if assignment is not None:
+                to_stop: dict[int, list[ReplicaToStop]] = {}
+                for index, replicas in sorted(assignment.partitions.items()):
+                    self.states.pop((topic, index), None)
+                    deleted.append(
+                        PartitionLeadership(
+                            topic,
+                            assignment.topic_id,
+                            index,
+                            LEADER_DURING_DELETE,
+                            0,
+                            tuple(replicas),
+                            (),
+                            self.epoch,
+                        )
+                    )
+                    for broker in replicas:
+                        if broker in self.brokers:
+                            to_stop.setdefault(broker, []).append(ReplicaToStop(topic, index, True))
+                for broker, replicas_to_stop in sorted(to_stop.items()):
+                    await self.channel.stop_replica(broker, self.epoch, replicas_to_stop)
             await self._zk(self.zk.delete_topic_znodes, topic)
-        await self._send_metadata([], topics)
+        await self._send_update_metadata(deleted)
 
     async def _add_topics(self, assignments, configs, results) -> None:
         for assignment in assignments:

@@ -12,9 +12,17 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionLoss,
+    NodeExistsError,
+    NoNodeError,
+    RolledBackError,
+    SessionExpiredError,
+)
 
 from tidelog.controller.zk_data import (
     BROKER_IDS,
@@ -44,10 +52,12 @@ from tidelog.controller.zk_data import (
 __all__ = [
     "CONFIG_CHANGE_EXPIRATION_MS",
     "PRODUCER_ID_BLOCK_SIZE",
+    "SESSION_ERRORS",
     "BrokerIdTakenError",
     "KafkaZkClient",
     "PartitionsChangedError",
     "ReassignmentInProgressError",
+    "StalePartitionStateError",
     "TopicExistsError",
     "ZkError",
     "config_change_number",
@@ -60,6 +70,11 @@ RESERVED_BROKER_MAX_ID = 1000
 # Kafka removes config change notifications this long after they were made.
 CONFIG_CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 CONFIG_CHANGE_PREFIX = "config_change_"
+
+
+# ZooKeeper calls fail with these while the session is gone; the broker re-registers
+# and re-arms its watches once kazoo has a new one.
+SESSION_ERRORS = (SessionExpiredError, ConnectionLoss)
 
 
 class ZkError(Exception):
@@ -76,6 +91,10 @@ class TopicExistsError(ZkError):
 
 class ReassignmentInProgressError(ZkError):
     error_code = 60  # REASSIGNMENT_IN_PROGRESS
+
+
+class StalePartitionStateError(ZkError):
+    """A partition state znode changed since it was read (conditional write failed)."""
 
 
 class PartitionsChangedError(ZkError):
@@ -130,6 +149,23 @@ class KafkaZkClient:
     def session_id(self) -> int:
         return self.zk.client_id[0] if self.zk.client_id else 0
 
+    def on_session_change(self, lost: Callable[[], None], renewed: Callable[[], None]) -> None:
+        """Call ``lost`` when the session expired (its ephemeral nodes and watches are
+        gone) and ``renewed`` once kazoo has connected a new session. Both run in kazoo's
+        thread and must only hand over."""
+        expired = False
+
+        def listener(state: str) -> None:
+            nonlocal expired
+            if state == KazooState.LOST:
+                expired = True
+                lost()
+            elif state == KazooState.CONNECTED and expired:
+                expired = False
+                renewed()
+
+        self.zk.add_listener(listener)
+
     # -- cluster and brokers -------------------------------------------------------------
 
     def get_or_create_cluster_id(self) -> str:
@@ -166,36 +202,38 @@ class KafkaZkClient:
         brokers = {}
         for child in self.zk.get_children(BROKER_IDS, watch=watch):
             try:
-                data, _ = self.zk.get(f"{BROKER_IDS}/{child}")
+                data, stat = self.zk.get(f"{BROKER_IDS}/{child}")
             except NoNodeError:
                 continue
-            brokers[int(child)] = BrokerRegistration.decode(int(child), data)
+            brokers[int(child)] = BrokerRegistration.decode(int(child), data, stat.czxid)
         return brokers
 
     # -- controller ------------------------------------------------------------------------
 
     def try_become_controller(self, broker_id: int) -> int | None:
-        """Create the ephemeral /controller node; on success bump /controller_epoch with
-        a conditional write and return the new epoch, else None."""
+        """Create the ephemeral /controller node and bump /controller_epoch, in one
+        transaction conditional on the epoch's version (as Kafka does), so nobody sees a
+        controller without its epoch; return the new epoch, or None when another broker
+        is the controller."""
         document = {"version": 1, "brokerid": broker_id, "timestamp": str(int(time.time() * 1000))}
-        try:
-            self.zk.create(CONTROLLER, encode_json(document), ephemeral=True)
-        except NodeExistsError:
-            return None
         while True:
             try:
                 data, stat = self.zk.get(CONTROLLER_EPOCH)
-                epoch = int(data.decode()) + 1
-                self.zk.set(CONTROLLER_EPOCH, str(epoch).encode(), version=stat.version)
-                return epoch
+                epoch, version = int(data.decode()) + 1, stat.version
             except NoNodeError:
-                try:
-                    self.zk.create(CONTROLLER_EPOCH, b"1")
-                    return 1
-                except NodeExistsError:
-                    continue
-            except BadVersionError:
-                continue
+                epoch, version = 1, None
+            transaction = self.zk.transaction()
+            transaction.create(CONTROLLER, encode_json(document), ephemeral=True)
+            if version is None:
+                transaction.create(CONTROLLER_EPOCH, str(epoch).encode())
+            else:
+                transaction.set_data(CONTROLLER_EPOCH, str(epoch).encode(), version=version)
+            results = transaction.commit()
+            if not any(isinstance(r, Exception) for r in results):
+                return epoch
+            if isinstance(results[0], NodeExistsError):
+                return None
+            # The epoch moved (or appeared) meanwhile: read it again.
 
     def controller_id(self, watch: Callable | None = None) -> int | None:
         try:
@@ -293,14 +331,31 @@ class KafkaZkClient:
             return None
         return PartitionState.decode(data, stat.version)
 
-    def create_partition_state(self, topic: str, partition: int, state: PartitionState) -> None:
-        self.zk.create(partition_state_path(topic, partition), state.encode(), makepath=True)
+    def create_partition_state(
+        self, topic: str, partition: int, state: PartitionState
+    ) -> PartitionState:
+        """The state as created (znode version 0), or the one already there (written by an
+        earlier controller)."""
+        try:
+            self.zk.create(partition_state_path(topic, partition), state.encode(), makepath=True)
+        except NodeExistsError:
+            existing = self.partition_state(topic, partition)
+            if existing is not None:
+                return existing
+            raise
+        return replace(state, zk_version=0)
 
     def update_partition_state(self, topic: str, partition: int, state: PartitionState) -> int:
-        """Conditional on the version the state was read at; returns the new version."""
-        stat = self.zk.set(
-            partition_state_path(topic, partition), state.encode(), version=state.zk_version
-        )
+        """Conditional on the version the state was read at; returns the new version.
+        Raises StalePartitionStateError when the znode changed meanwhile."""
+        try:
+            stat = self.zk.set(
+                partition_state_path(topic, partition), state.encode(), version=state.zk_version
+            )
+        except (BadVersionError, NoNodeError):
+            raise StalePartitionStateError(
+                f"the state of {topic}-{partition} changed since version {state.zk_version}"
+            ) from None
         return stat.version
 
     # -- configs ---------------------------------------------------------------------------

@@ -116,6 +116,9 @@ class BrokerRegistration:
     broker_id: int
     endpoints: tuple[tuple[str, str, int], ...]  # (listener name, host, port)
     rack: str | None = None
+    # Kafka's broker epoch: the czxid of the registration znode. A broker restarted with
+    # the same id registers anew, so a changed epoch tells the controller it bounced.
+    epoch: int = -1
 
     def encode(self) -> bytes:
         first = self.endpoints[0]
@@ -136,14 +139,14 @@ class BrokerRegistration:
         )
 
     @classmethod
-    def decode(cls, broker_id: int, data: bytes) -> BrokerRegistration:
+    def decode(cls, broker_id: int, data: bytes, epoch: int = -1) -> BrokerRegistration:
         document = decode_json(data)
         endpoints = []
         for item in document.get("endpoints", []):
             name, _, address = item.partition("://")
             host, _, port = address.rpartition(":")
             endpoints.append((name, host.strip("[]"), int(port)))
-        return cls(broker_id, tuple(endpoints), document.get("rack"))
+        return cls(broker_id, tuple(endpoints), document.get("rack"), epoch)
 
 
 @dataclass(frozen=True)

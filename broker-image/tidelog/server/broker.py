@@ -11,6 +11,13 @@ watch only hands over to the event loop, which reads the announced entity (ZooKe
 calls in worker threads) and applies it, a topic's overrides to its logs, a broker
 change (this broker's or ``<default>``) to the defaults of every topic without an
 override of its own.
+
+Cluster: the controller (one of the brokers) tells every broker what to host and what the
+cluster looks like through LeaderAndIsr, UpdateMetadata and StopReplica, answered here
+(``handle_*``) whether they come over the network or from this broker's own controller;
+a request of an older controller epoch is refused. When the ZooKeeper session expires
+the broker gives up the controller role; on the new session it registers again and runs
+for controller again.
 """
 
 from __future__ import annotations
@@ -23,8 +30,15 @@ import time
 import uuid
 from dataclasses import replace
 
-from tidelog.controller.controller import Controller, ControllerChannel, PartitionLeadership
-from tidelog.controller.zk_client import KafkaZkClient, config_change_number
+from tidelog.controller.channel import ControllerChannel
+from tidelog.controller.controller import Controller
+from tidelog.controller.requests import PartitionLeadership, ReplicaToStop
+from tidelog.controller.zk_client import (
+    SESSION_ERRORS,
+    BrokerIdTakenError,
+    KafkaZkClient,
+    config_change_number,
+)
 from tidelog.controller.zk_data import (
     DEFAULT_ENTITY,
     BrokerRegistration,
@@ -119,13 +133,17 @@ class Broker:
             await asyncio.to_thread(self.zk.close)
             raise
         self.controller = Controller(
-            self.broker_id, self.zk, ControllerChannel(self.broker_id, self)
+            self.broker_id,
+            self.zk,
+            ControllerChannel(self.broker_id, self, config["inter.broker.listener.name"]),
+            unclean_leader_election=lambda: self.config["unclean.leader.election.enable"],
         )
         self.controller.start()
         # Queued behind the election: once it ran, an elected controller has sent us
         # our metadata; a broker that lost the election serves what it knows.
         await self.controller.enqueue(self._election_done)
         self._loop = asyncio.get_running_loop()
+        self.zk.on_session_change(self._session_lost, self._session_renewed)
         self._config_changed.set()  # the first pass arms the watch
         self._tasks = [
             asyncio.create_task(self._follow_config_changes(), name="config-changes"),
@@ -195,6 +213,8 @@ class Broker:
             self._config_changed.clear()
             try:
                 await self._process_config_changes()
+            except SESSION_ERRORS:
+                logger.warning("following /config/changes: ZooKeeper session lost until a new one")
             except Exception:
                 logger.exception("processing /config/changes failed; retrying")
                 await asyncio.sleep(1)
@@ -247,6 +267,30 @@ class Broker:
             self.log_manager.set_topic_config(topic, self._log_config_for(topic, overrides))
         logger.info("dynamic broker configs now: cluster-wide %s, broker %s", cluster, mine)
 
+    # -- ZooKeeper session expiry ------------------------------------------------------------
+
+    def _hand_over(self, callback) -> None:
+        """From kazoo's thread to the event loop, nothing else."""
+        with contextlib.suppress(RuntimeError):  # a closed loop: the broker has stopped
+            self._loop.call_soon_threadsafe(callback)
+
+    def _session_lost(self) -> None:
+        self._hand_over(self.controller.resign)
+
+    def _session_renewed(self) -> None:
+        self._hand_over(lambda: self._tasks.append(asyncio.create_task(self._rejoin())))
+
+    async def _rejoin(self) -> None:
+        """A new session has none of the old one's ephemeral nodes and watches: register
+        again, run for controller again, follow the config changes again."""
+        logger.warning("new ZooKeeper session: registering broker %d again", self.broker_id)
+        try:
+            await asyncio.to_thread(self.zk.register_broker, self._registration())
+        except BrokerIdTakenError as error:
+            logger.error("%s", error)
+        self.controller.elect()
+        self._config_changed.set()
+
     def _registration(self) -> BrokerRegistration:
         bound = {name: port for name, _, port in self.bound_listeners}
         endpoints = []
@@ -279,23 +323,38 @@ class Broker:
 
     # -- requests from the controller --------------------------------------------------------
 
-    def _fenced(self, epoch: int) -> bool:
-        if epoch < self._controller_epoch:
+    def _fenced(self, controller_epoch: int) -> bool:
+        """A request of an older controller epoch comes from a deposed controller."""
+        if controller_epoch < self._controller_epoch:
             logger.warning(
-                "ignoring a request of controller epoch %d < %d", epoch, self._controller_epoch
+                "ignoring a request of controller epoch %d < %d",
+                controller_epoch,
+                self._controller_epoch,
             )
             return True
-        self._controller_epoch = epoch
+        self._controller_epoch = controller_epoch
         return False
 
-    async def handle_leader_and_isr(self, epoch: int, states: list[PartitionLeadership]):
-        if self._fenced(epoch):
-            return ErrorCode.STALE_CONTROLLER_EPOCH
+    async def handle_leader_and_isr(
+        self, controller_id: int, controller_epoch: int, states: list[PartitionLeadership]
+    ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+        """Become leader or follower of each partition; the error of the request and of
+        each partition (a partition at a newer leader epoch refuses an older one)."""
+        if self._fenced(controller_epoch):
+            return ErrorCode.STALE_CONTROLLER_EPOCH, {}
         for topic in sorted({s.topic for s in states} - set(self._topic_overrides)):
             # A topic new to this broker: its logs start with its configs.
             await self.apply_topic_config_change(topic, announced=False)
+        errors = {}
         for state in states:
-            self.replica_manager.become_leader_or_follower(
+            key = (state.topic, state.partition)
+            current = self.replica_manager.partitions.get(key)
+            if current is not None and state.leader_epoch <= current.leader_epoch:
+                # The same epoch again (a new controller repeats it) changes nothing.
+                stale = state.leader_epoch < current.leader_epoch
+                errors[key] = ErrorCode.STALE_CONTROLLER_EPOCH if stale else ErrorCode.NONE
+                continue
+            errors[key] = self.replica_manager.become_leader_or_follower(
                 state.topic,
                 state.topic_id,
                 state.partition,
@@ -304,18 +363,24 @@ class Broker:
                 replicas=list(state.replicas),
                 isr=list(state.isr),
             )
-        return ErrorCode.NONE
+        return ErrorCode.NONE, errors
 
     async def handle_update_metadata(
-        self, epoch: int, brokers: dict, states: list[PartitionLeadership], deleted: list[str]
-    ):
-        if self._fenced(epoch):
+        self,
+        controller_id: int,
+        controller_epoch: int,
+        brokers: dict[int, BrokerRegistration],
+        states: list[PartitionLeadership],
+    ) -> ErrorCode:
+        """The controller's view: live brokers, the controller, partition states."""
+        if self._fenced(controller_epoch):
             return ErrorCode.STALE_CONTROLLER_EPOCH
         self.metadata.update_brokers(brokers)
-        self.metadata.controller_id = self.broker_id if self.controller.is_active else None
-        for topic in deleted:
-            self.metadata.remove_topic(topic)
+        self.metadata.controller_id = controller_id
         for state in states:
+            if state.deleted:
+                self.metadata.remove_partition(state.topic, state.partition)
+                continue
             self.metadata.update_partition(
                 state.topic,
                 state.topic_id,
@@ -325,20 +390,23 @@ class Broker:
                     state.leader_epoch,
                     list(state.replicas),
                     list(state.isr),
+                    list(state.offline_replicas),
                 ),
             )
         return ErrorCode.NONE
 
-    async def handle_stop_replica(self, epoch: int, partitions, delete: bool):
-        if self._fenced(epoch):
+    async def handle_stop_replica(
+        self, controller_id: int, controller_epoch: int, replicas: list[ReplicaToStop]
+    ) -> ErrorCode:
+        if self._fenced(controller_epoch):
             return ErrorCode.STALE_CONTROLLER_EPOCH
-        for topic, index in partitions:
+        for replica in replicas:
             # On the event loop, which owns the partitions and their waiting fetches.
-            self.replica_manager.stop_replica(topic, index, delete)
-        if delete:  # a topic of that name made later reads its configs afresh
-            hosted = {topic for topic, _ in self.log_manager.logs}
-            for topic in {t for t, _ in partitions} - hosted:
-                self._topic_overrides.pop(topic, None)
+            self.replica_manager.stop_replica(replica.topic, replica.partition, replica.delete)
+        # A topic of that name made later reads its configs afresh.
+        hosted = {topic for topic, _ in self.log_manager.logs}
+        for topic in {r.topic for r in replicas if r.delete} - hosted:
+            self._topic_overrides.pop(topic, None)
         return ErrorCode.NONE
 
     # -- helpers for handlers ------------------------------------------------------------------

@@ -31,11 +31,14 @@ from tidelog.server.handlers.describe_cluster import handle_describe_cluster
 from tidelog.server.handlers.fetch import handle_fetch
 from tidelog.server.handlers.find_coordinator import handle_find_coordinator
 from tidelog.server.handlers.init_producer_id import handle_init_producer_id
+from tidelog.server.handlers.leader_and_isr import handle_leader_and_isr
 from tidelog.server.handlers.list_offsets import handle_list_offsets
 from tidelog.server.handlers.log_dirs import handle_describe_log_dirs
 from tidelog.server.handlers.metadata import handle_metadata
 from tidelog.server.handlers.offsets_for_leader_epoch import handle_offsets_for_leader_epoch
 from tidelog.server.handlers.produce import handle_produce
+from tidelog.server.handlers.stop_replica import handle_stop_replica
+from tidelog.server.handlers.update_metadata import handle_update_metadata
 from tidelog.server.network import CloseConnection, ConnectionContext
 
 __all__ = ["HANDLERS", "RequestDispatcher"]
@@ -60,6 +63,9 @@ HANDLERS = {
     ApiKey.DESCRIBE_LOG_DIRS: handle_describe_log_dirs,
     ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster,
     ApiKey.FIND_COORDINATOR: handle_find_coordinator,
+    ApiKey.LEADER_AND_ISR: handle_leader_and_isr,
+    ApiKey.STOP_REPLICA: handle_stop_replica,
+    ApiKey.UPDATE_METADATA: handle_update_metadata,
 }
 
 

@@ -58,6 +58,16 @@ class MetadataCache:
         entry.partitions[state.partition] = state
         entry.response = None
 
+    def remove_partition(self, topic: str, partition: int) -> None:
+        """A partition of a topic being deleted; the topic goes with its last one."""
+        entry = self.topics.get(topic)
+        if entry is None:
+            return
+        entry.partitions.pop(partition, None)
+        entry.response = None
+        if not entry.partitions:
+            self.remove_topic(topic)
+
     def remove_topic(self, topic: str) -> None:
         entry = self.topics.pop(topic, None)
         if entry is not None:

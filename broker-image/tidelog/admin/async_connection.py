@@ -1,0 +1,62 @@
+"""One asyncio connection to another broker: send a request, await its response.
+
+Requests on one connection are answered in order (the broker serves a connection one
+request at a time), so a caller sends one request and awaits its response before the
+next; the correlation id guards against a response to something else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import struct
+
+from tidelog.protocol import ApiKey, MalformedMessageError, decode_response, encode_request
+from tidelog.protocol.headers import RequestHeader
+
+__all__ = ["AsyncBrokerConnection"]
+
+_SIZE = struct.Struct(">i")
+
+
+class AsyncBrokerConnection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_id: str):
+        self._reader = reader
+        self._writer = writer
+        self._client_id = client_id
+        self._correlation = itertools.count(1)
+
+    @classmethod
+    async def open(cls, host: str, port: int, *, client_id: str) -> AsyncBrokerConnection:
+        reader, writer = await asyncio.open_connection(host, port)
+        return cls(reader, writer, client_id)
+
+    async def request(self, api_key: ApiKey, version: int, body: object) -> object:
+        """Send ``body`` and return the decoded response body. Raises OSError or
+        asyncio.IncompleteReadError when the connection fails, MalformedMessageError on a
+        response that does not match the request."""
+        correlation_id = next(self._correlation)
+        header = RequestHeader(
+            request_api_key=int(api_key),
+            request_api_version=version,
+            correlation_id=correlation_id,
+            client_id=self._client_id,
+        )
+        frame = encode_request(header, body)
+        self._writer.write(_SIZE.pack(len(frame)) + frame)
+        await self._writer.drain()
+        (size,) = _SIZE.unpack(await self._reader.readexactly(4))
+        response_header, response = decode_response(
+            await self._reader.readexactly(size), int(api_key), version
+        )
+        if response_header.correlation_id != correlation_id:
+            raise MalformedMessageError(
+                f"response correlation id {response_header.correlation_id} for request "
+                f"{correlation_id}"
+            )
+        return response
+
+    def close(self) -> None:
+        """Close at once, dropping whatever is unsent: the peer may be stuck, and a
+        graceful close would wait for it to read."""
+        self._writer.transport.abort()

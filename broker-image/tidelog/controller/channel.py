@@ -1,0 +1,251 @@
+"""How the controller reaches the brokers (seed 003: a connection and a sender per broker).
+
+The local broker is called directly. Every other live broker gets a queue of its own,
+drained by one task that sends the requests in order over one connection to the
+broker's inter-broker endpoint (``inter.broker.listener.name``, else its first
+listener), reconnecting and retrying while the broker is live. A slow or dead broker
+thus delays only its own requests, never the controller's event queue or the other
+brokers. When a broker leaves (or registers anew after a restart) its queue is dropped:
+a returning broker gets its state afresh from the controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from tidelog.admin.async_connection import AsyncBrokerConnection
+from tidelog.controller.requests import (
+    LEADER_AND_ISR_VERSION,
+    STOP_REPLICA_VERSION,
+    UPDATE_METADATA_VERSION,
+    PartitionLeadership,
+    ReplicaToStop,
+    failed_partitions,
+    inter_broker_endpoint,
+    leader_and_isr_request,
+    stop_replica_request,
+    update_metadata_request,
+)
+from tidelog.controller.zk_data import BrokerRegistration
+from tidelog.protocol import ApiKey
+
+__all__ = ["BrokerSender", "ControllerChannel", "LocalBroker"]
+
+logger = logging.getLogger(__name__)
+
+INITIAL_BACKOFF_S = 0.05
+MAX_BACKOFF_S = 1.0
+# Errors after which the request is sent again on a new connection.
+CONNECTION_ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError)
+
+
+class LocalBroker(Protocol):
+    """What the controller calls on its own broker (the inter-broker APIs' handlers)."""
+
+    async def handle_leader_and_isr(
+        self, controller_id: int, controller_epoch: int, states: list[PartitionLeadership]
+    ) -> object: ...
+
+    async def handle_update_metadata(
+        self,
+        controller_id: int,
+        controller_epoch: int,
+        brokers: dict[int, BrokerRegistration],
+        states: list[PartitionLeadership],
+    ) -> object: ...
+
+    async def handle_stop_replica(
+        self, controller_id: int, controller_epoch: int, replicas: list[ReplicaToStop]
+    ) -> object: ...
+
+
+class BrokerSender:
+    """One remote broker's queue of controller requests and the task that sends them."""
+
+    def __init__(
+        self,
+        registration: BrokerRegistration,
+        address: tuple[str, int],
+        *,
+        client_id: str,
+        request_timeout_s: float,
+    ):
+        self.registration = registration
+        self._address = address
+        self._client_id = client_id
+        self._timeout = request_timeout_s
+        self._queue: asyncio.Queue[tuple[ApiKey, int, object]] = asyncio.Queue()
+        self._connection: AsyncBrokerConnection | None = None
+        self._task = asyncio.create_task(
+            self._run(), name=f"controller-to-broker-{registration.broker_id}"
+        )
+
+    def enqueue(self, api_key: ApiKey, version: int, body: object) -> None:
+        self._queue.put_nowait((api_key, version, body))
+
+    def close(self) -> asyncio.Task:
+        self._task.cancel()
+        return self._task
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                api_key, version, body = await self._queue.get()
+                try:
+                    response = await self._deliver(api_key, version, body)
+                except Exception:
+                    logger.exception(
+                        "%s to broker %d failed; dropped", api_key.name, self.registration.broker_id
+                    )
+                    self._disconnect()
+                    continue
+                self._log_errors(api_key, response)
+        finally:
+            self._disconnect()
+
+    async def _deliver(self, api_key: ApiKey, version: int, body: object) -> object:
+        backoff = INITIAL_BACKOFF_S
+        while True:
+            try:
+                if self._connection is None:
+                    host, port = self._address
+                    self._connection = await asyncio.wait_for(
+                        AsyncBrokerConnection.open(host, port, client_id=self._client_id),
+                        self._timeout,
+                    )
+                return await asyncio.wait_for(
+                    self._connection.request(api_key, version, body), self._timeout
+                )
+            except CONNECTION_ERRORS as error:
+                log = logger.warning if backoff == INITIAL_BACKOFF_S else logger.debug
+                log(
+                    "broker %d at %s:%d: %s failed (%r); retrying while it is live",
+                    self.registration.broker_id,
+                    *self._address,
+                    api_key.name,
+                    error,
+                )
+                self._disconnect()
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    def _disconnect(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
+
+    def _log_errors(self, api_key: ApiKey, response: object) -> None:
+        error_code = getattr(response, "error_code", 0)
+        failed = failed_partitions(response)
+        if error_code or failed:
+            logger.warning(
+                "broker %d answered %s with error %d, partitions failed: %s",
+                self.registration.broker_id,
+                api_key.name,
+                error_code,
+                failed[:10],
+            )
+
+
+class ControllerChannel:
+    """The controller's requests to every live broker, each broker's in order."""
+
+    def __init__(
+        self,
+        local_id: int,
+        local: LocalBroker,
+        listener: str | None = None,
+        *,
+        request_timeout_ms: int = 30000,
+    ):
+        self.local_id = local_id
+        self.local = local
+        self.listener = listener
+        self.brokers: dict[int, BrokerRegistration] = {}
+        self._request_timeout_s = request_timeout_ms / 1000
+        self._senders: dict[int, BrokerSender] = {}
+
+    def set_brokers(self, brokers: Mapping[int, BrokerRegistration]) -> None:
+        """The live brokers changed: drop the queues of those gone or re-registered, open
+        queues to the new ones."""
+        for broker_id, sender in list(self._senders.items()):
+            if brokers.get(broker_id) != sender.registration:
+                sender.close()
+                del self._senders[broker_id]
+        for broker_id, registration in sorted(brokers.items()):
+            if broker_id == self.local_id or broker_id in self._senders:
+                continue
+            address = inter_broker_endpoint(registration, self.listener)
+            if address is None:
+                logger.error(
+                    "broker %d has no endpoint on listener %s; it gets no controller requests",
+                    broker_id,
+                    self.listener,
+                )
+                continue
+            self._senders[broker_id] = BrokerSender(
+                registration,
+                address,
+                client_id=f"controller-{self.local_id}",
+                request_timeout_s=self._request_timeout_s,
+            )
+        self.brokers = dict(brokers)
+
+    async def close(self) -> None:
+        tasks = [sender.close() for sender in self._senders.values()]
+        self._senders.clear()
+        self.brokers = {}
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def leader_and_isr(
+        self, broker: int, epoch: int, states: Sequence[PartitionLeadership]
+    ) -> None:
+        if broker == self.local_id:
+            await self._call_local(
+                self.local.handle_leader_and_isr(self.local_id, epoch, list(states))
+            )
+            return
+        body = leader_and_isr_request(self.local_id, epoch, states, self.brokers, self.listener)
+        self._send(broker, ApiKey.LEADER_AND_ISR, LEADER_AND_ISR_VERSION, body)
+
+    async def update_metadata(
+        self, broker: int, epoch: int, states: Sequence[PartitionLeadership]
+    ) -> None:
+        if broker == self.local_id:
+            call = self.local.handle_update_metadata(
+                self.local_id, epoch, dict(self.brokers), list(states)
+            )
+            await self._call_local(call)
+            return
+        body = update_metadata_request(self.local_id, epoch, states, self.brokers)
+        self._send(broker, ApiKey.UPDATE_METADATA, UPDATE_METADATA_VERSION, body)
+
+    async def stop_replica(
+        self, broker: int, epoch: int, replicas: Sequence[ReplicaToStop]
+    ) -> None:
+        if broker == self.local_id:
+            await self._call_local(
+                self.local.handle_stop_replica(self.local_id, epoch, list(replicas))
+            )
+            return
+        body = stop_replica_request(self.local_id, epoch, replicas)
+        self._send(broker, ApiKey.STOP_REPLICA, STOP_REPLICA_VERSION, body)
+
+    def _send(self, broker: int, api_key: ApiKey, version: int, body: object) -> None:
+        sender = self._senders.get(broker)
+        if sender is None:
+            logger.debug("broker %d is not live; %s not sent", broker, api_key.name)
+            return
+        sender.enqueue(api_key, version, body)
+
+    @staticmethod
+    async def _call_local(call) -> None:
+        """The local broker's answer; its failure is logged so that the controller still
+        reaches the other brokers."""
+        try:
+            await call
+        except Exception:
+            logger.exception("the local broker failed a controller request")

@@ -1,0 +1,183 @@
+"""A cluster of real ``tidelog-server`` processes on one ZooKeeper chroot, and what the
+cluster tests ask of it: each broker's Metadata, the controller znodes, partition
+states, topics created through the controller, and polling until something holds."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TypeVar
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from integration.broker_process import BrokerProcess
+from tidelog.admin.connection import BrokerConnection
+from tidelog.protocol import ApiKey
+from tidelog.protocol.errors import ErrorCode
+
+__all__ = ["Cluster", "wait_until"]
+
+T = TypeVar("T")
+
+
+def wait_until(check: Callable[[], T], what: str, timeout: float = 30.0) -> T:
+    """Poll ``check`` until it returns something true (returned), failing after
+    ``timeout`` with ``what`` and the last value or error."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while True:
+        try:
+            value = check()
+            if value:
+                return value
+            last = value
+        except (OSError, AssertionError, KeyError) as error:
+            last = error
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting until {what}; last: {last!r}")
+        time.sleep(0.1)
+
+
+class Cluster:
+    """Brokers 1..size, started in order; a killed or stopped broker stays in
+    ``brokers`` and can be started again with its id, config and log dirs."""
+
+    def __init__(
+        self,
+        directory: Path,
+        zk_connect: str,
+        size: int = 3,
+        overrides: Mapping[str, str] | None = None,
+    ):
+        self.zk_connect = zk_connect
+        self.brokers = {
+            broker_id: BrokerProcess(
+                directory / f"broker-{broker_id}",
+                zk_connect,
+                broker_id=broker_id,
+                overrides=dict(overrides or {}),
+            )
+            for broker_id in range(1, size + 1)
+        }
+        self.zk = KazooClient(hosts=zk_connect)
+
+    def __enter__(self) -> Cluster:
+        self.zk.start(timeout=10)
+        for broker in self.brokers.values():
+            broker.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            failures = {}
+            for broker_id, broker in self.brokers.items():
+                if self.is_running(broker_id):
+                    code = broker.stop()
+                    if code != 0:
+                        failures[broker_id] = f"exit {code}:\n{broker.log()[-3000:]}"
+            assert not failures, f"brokers did not stop cleanly: {failures}"
+        finally:
+            self.zk.stop()
+            self.zk.close()
+
+    def is_running(self, broker_id: int) -> bool:
+        process = self.brokers[broker_id].process
+        return process is not None and process.poll() is None
+
+    @property
+    def running(self) -> list[int]:
+        return [b for b in self.brokers if self.is_running(b)]
+
+    # -- what the brokers say ------------------------------------------------------------
+
+    def connect(self, broker_id: int) -> BrokerConnection:
+        return BrokerConnection("127.0.0.1", self.brokers[broker_id].port, timeout=10)
+
+    def metadata(self, broker_id: int, topics: list[str] | None = None):
+        with self.connect(broker_id) as connection:
+            body = {
+                "topics": None if topics is None else [{"name": t} for t in topics],
+                "allow_auto_topic_creation": False,
+            }
+            return connection.request(ApiKey.METADATA, None, body)
+
+    def leaders(self, broker_id: int, topic: str) -> dict[int, tuple[int, int, list[int]]]:
+        """Partition → (leader, leader epoch, ISR) in that broker's Metadata."""
+        (found,) = self.metadata(broker_id, [topic]).topics
+        assert found.error_code == ErrorCode.NONE, ErrorCode(found.error_code).name
+        return {
+            p.partition_index: (p.leader_id, p.leader_epoch, sorted(p.isr_nodes))
+            for p in found.partitions
+        }
+
+    def create_topic(
+        self,
+        name: str,
+        *,
+        partitions: int = -1,
+        replication_factor: int = -1,
+        assignment: Mapping[int, list[int]] | None = None,
+        configs: Mapping[str, str] | None = None,
+    ) -> None:
+        """CreateTopics sent to the controller; then wait until every running broker's
+        Metadata has each partition with a leader."""
+        body = {
+            "topics": [
+                {
+                    "name": name,
+                    "num_partitions": partitions,
+                    "replication_factor": replication_factor,
+                    "assignments": [
+                        {"partition_index": p, "broker_ids": r}
+                        for p, r in sorted((assignment or {}).items())
+                    ],
+                    "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
+                }
+            ],
+            "timeout_ms": 10000,
+            "validate_only": False,
+        }
+        controller = wait_until(self.controller_id, "the cluster has a controller")
+        with self.connect(controller) as connection:
+            (result,) = connection.request(ApiKey.CREATE_TOPICS, None, body).topics
+        assert result.error_code == ErrorCode.NONE, result.error_message
+        count = len(assignment) if assignment else partitions
+
+        def everywhere() -> bool:
+            for broker_id in self.running:
+                leaders = self.leaders(broker_id, name)
+                if len(leaders) != count or any(leader < 0 for leader, _, _ in leaders.values()):
+                    return False
+            return True
+
+        wait_until(everywhere, f"every broker knows the leaders of {name}")
+
+    # -- what ZooKeeper says ---------------------------------------------------------------
+
+    def controller_id(self) -> int | None:
+        try:
+            data, _ = self.zk.get("/controller")
+        except NoNodeError:
+            return None
+        return json.loads(data)["brokerid"]
+
+    def controller_epoch(self) -> int:
+        data, _ = self.zk.get("/controller_epoch")
+        return int(data)
+
+    def assignment(self, topic: str) -> dict[int, list[int]]:
+        data, _ = self.zk.get(f"/brokers/topics/{topic}")
+        return {int(p): r for p, r in json.loads(data)["partitions"].items()}
+
+    def partition_state(self, topic: str, partition: int) -> dict:
+        data, _ = self.zk.get(f"/brokers/topics/{topic}/partitions/{partition}/state")
+        return json.loads(data)
+
+    def registered(self) -> list[int]:
+        try:
+            return sorted(int(b) for b in self.zk.get_children("/brokers/ids"))
+        except NoNodeError:
+            return []

@@ -1,0 +1,43 @@
+"""Leader election on a change of live brokers (seed 000 控制器, seed 003 Unclean 领导者选举)."""
+
+import pytest
+
+from tidelog.controller.election import NO_LEADER, next_leadership
+
+REPLICAS = [1, 2, 3]
+
+
+def elect(leader, isr, live, unclean=False):
+    return next_leadership(REPLICAS, leader, isr, set(live), unclean_allowed=unclean)
+
+
+def test_a_dead_leader_is_replaced_by_the_first_live_replica_of_the_assignment_in_the_isr():
+    assert elect(1, [1, 2, 3], [2, 3]) == (2, [2, 3])
+    assert elect(1, [3, 1, 2], [2, 3]) == (2, [3, 2])  # assignment order, not ISR order
+    assert elect(1, [1, 3], [2, 3]) == (3, [3])  # 2 is alive but out of sync
+
+
+def test_a_dead_follower_only_leaves_the_isr():
+    assert elect(1, [1, 2, 3], [1, 3]) == (1, [1, 3])
+
+
+def test_nothing_changes_while_everyone_is_alive():
+    assert elect(2, [2, 3], [1, 2, 3]) == (2, [2, 3])
+
+
+@pytest.mark.parametrize("live", [[], [1], [1, 3]])
+def test_without_a_live_in_sync_replica_the_partition_is_offline_and_keeps_its_isr(live):
+    assert elect(2, [2], live) == (NO_LEADER, [2])
+
+
+def test_unclean_election_lets_a_live_out_of_sync_replica_lead_alone():
+    assert elect(2, [2], [1, 3], unclean=True) == (1, [1])
+    assert elect(2, [2], [], unclean=True) == (NO_LEADER, [2])  # nobody to lead
+
+
+def test_unclean_election_still_prefers_an_in_sync_replica():
+    assert elect(1, [1, 3], [2, 3], unclean=True) == (3, [3])
+
+
+def test_an_offline_partition_is_led_again_by_an_isr_member_that_returns():
+    assert elect(NO_LEADER, [2, 3], [1, 3]) == (3, [3])
