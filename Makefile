@@ -60,7 +60,7 @@ protocol-messages: kafka-libs
 	$(PYTHON) tools/protocol/extract_messages.py --libs $(KAFKA_LIBS) \
 	    --kafka-version $(KAFKA_VERSION)
 
-# A local cluster on 127.0.0.1: ZooKeeper, a broker and a demo topic; Ctrl-C stops it.
+# A local cluster on 127.0.0.1: ZooKeeper, three brokers and a demo topic; Ctrl-C stops it.
 run: setup
 	$(BIN)/tidelog-local start
 

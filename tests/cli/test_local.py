@@ -91,7 +91,9 @@ def test_start_describes_the_cluster_and_sigterm_stops_it(tmp_path):
         metadata = AdminClient(cluster["bootstrap"]).metadata(["demo"])
         assert sorted(b.node_id for b in metadata.brokers) == [1, 2]
         (demo,) = metadata.topics
-        assert demo.error_code == 0 and len(demo.partitions) == 3
+        assert demo.error_code == 0 and len(demo.partitions) == 6
+        # Replicated on every broker when there are fewer than three.
+        assert all(sorted(p.replica_nodes) == [1, 2] for p in demo.partitions)
 
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=60)
@@ -110,7 +112,10 @@ def test_start_describes_the_cluster_and_sigterm_stops_it(tmp_path):
     [
         (["--brokers", "0"], "--brokers must be at least 1"),
         (["--log-dirs-per-broker", "0"], "--log-dirs-per-broker must be at least 1"),
-        (["--replication-factor", "2"], "--replication-factor must be between 1 and --brokers"),
+        (
+            ["--brokers", "1", "--replication-factor", "2"],
+            "--replication-factor must be between 1 and --brokers",
+        ),
     ],
 )
 def test_bad_arguments_get_one_line_and_exit_2(tmp_path, arguments, message):

@@ -19,6 +19,7 @@ TOOLS = {
     "kafka-configs": "kafka.admin.ConfigCommand",
     "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
     "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
     "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
 }

@@ -1,8 +1,14 @@
-"""Leader election on a change of live brokers (seed 000 控制器, seed 003 Unclean 领导者选举)."""
+"""Leader election on a change of live brokers (seed 000 控制器, seed 003 Unclean 领导者选举),
+on controlled shutdown, and of the preferred replica (seed 000 首选首领)."""
 
 import pytest
 
-from tidelog.controller.election import NO_LEADER, next_leadership
+from tidelog.controller.election import (
+    NO_LEADER,
+    controlled_shutdown_leadership,
+    next_leadership,
+    preferred_leadership,
+)
 
 REPLICAS = [1, 2, 3]
 
@@ -41,3 +47,29 @@ def test_unclean_election_still_prefers_an_in_sync_replica():
 
 def test_an_offline_partition_is_led_again_by_an_isr_member_that_returns():
     assert elect(NO_LEADER, [2, 3], [1, 3]) == (3, [3])
+
+
+def shut_down(leader, isr, live, leaving):
+    return controlled_shutdown_leadership(REPLICAS, leader, isr, set(live), set(leaving))
+
+
+def test_controlled_shutdown_hands_leadership_to_the_first_other_live_in_sync_replica():
+    assert shut_down(1, [1, 2, 3], [2, 3], [1]) == (2, [2, 3])
+    assert shut_down(1, [3, 1, 2], [2, 3], [1]) == (2, [3, 2])  # assignment order
+    assert shut_down(1, [1, 3], [2, 3], [1]) == (3, [3])  # 2 is alive but out of sync
+    assert shut_down(1, [1, 2, 3], [3], [1, 2]) == (3, [3])  # 2 is shutting down too
+
+
+def test_controlled_shutdown_of_a_follower_only_removes_it_from_the_isr():
+    assert shut_down(2, [1, 2, 3], [2, 3], [1]) == (2, [2, 3])
+
+
+def test_controlled_shutdown_leaves_a_leader_without_another_in_sync_replica_in_place():
+    assert shut_down(1, [1], [2, 3], [1]) is None
+    assert shut_down(1, [1, 2], [3], [1]) is None  # 2 is in sync but not live
+
+
+def test_the_preferred_replica_may_lead_only_when_live_and_in_sync():
+    assert preferred_leadership(REPLICAS, [1, 2, 3], {1, 2, 3}) == 1
+    assert preferred_leadership(REPLICAS, [2, 3], {1, 2, 3}) is None
+    assert preferred_leadership(REPLICAS, [1, 2, 3], {2, 3}) is None

@@ -29,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tidelog-local", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     start = commands.add_parser("start", help="run ZooKeeper and the brokers until stopped")
-    start.add_argument("--brokers", type=int, default=1, help="number of brokers (default 1)")
+    start.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
     start.add_argument(
         "--dir",
         type=Path,
@@ -44,15 +44,19 @@ def _parser() -> argparse.ArgumentParser:
         "--log-dirs-per-broker", type=int, default=2, help="log dirs of each broker (default 2)"
     )
     start.add_argument("--topic", default="demo", help="demo topic to create (default demo)")
-    start.add_argument("--partitions", type=int, default=3, help="its partitions (default 3)")
+    start.add_argument("--partitions", type=int, default=6, help="its partitions (default 6)")
     start.add_argument(
-        "--replication-factor", type=int, default=1, help="its replication factor (default 1)"
+        "--replication-factor",
+        type=int,
+        help="its replication factor (default: 3, or the number of brokers when fewer)",
     )
     return parser
 
 
 def _check(args: argparse.Namespace) -> str | None:
     """The first problem with the arguments, as one line, or None."""
+    if args.replication_factor is None:
+        args.replication_factor = min(3, args.brokers)
     if args.brokers < 1:
         return "--brokers must be at least 1"
     if args.log_dirs_per_broker < 1:

@@ -12,8 +12,9 @@ a returning broker gets its state afresh from the controller.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol
 
 from tidelog.admin.async_connection import AsyncBrokerConnection
@@ -90,6 +91,13 @@ class BrokerSender:
         self._task.cancel()
         return self._task
 
+    async def sent(self) -> None:
+        """Until every request queued so far has been answered or dropped, or the sender
+        was closed."""
+        joined = asyncio.ensure_future(self._queue.join())
+        await asyncio.wait([joined, self._task], return_when=asyncio.FIRST_COMPLETED)
+        joined.cancel()
+
     async def _run(self) -> None:
         try:
             while True:
@@ -101,8 +109,10 @@ class BrokerSender:
                         "%s to broker %d failed; dropped", api_key.name, self.registration.broker_id
                     )
                     self._disconnect()
-                    continue
-                self._log_errors(api_key, response)
+                else:
+                    self._log_errors(api_key, response)
+                finally:
+                    self._queue.task_done()
         finally:
             self._disconnect()
 
@@ -110,15 +120,14 @@ class BrokerSender:
         backoff = INITIAL_BACKOFF_S
         while True:
             try:
-                if self._connection is None:
-                    host, port = self._address
-                    self._connection = await asyncio.wait_for(
-                        AsyncBrokerConnection.open(host, port, client_id=self._client_id),
-                        self._timeout,
-                    )
-                return await asyncio.wait_for(
-                    self._connection.request(api_key, version, body), self._timeout
-                )
+                # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation.
+                async with asyncio.timeout(self._timeout):
+                    if self._connection is None:
+                        host, port = self._address
+                        self._connection = await AsyncBrokerConnection.open(
+                            host, port, client_id=self._client_id
+                        )
+                    return await self._connection.request(api_key, version, body)
             except CONNECTION_ERRORS as error:
                 log = logger.warning if backoff == INITIAL_BACKOFF_S else logger.debug
                 log(
@@ -165,7 +174,7 @@ class ControllerChannel:
         self.local = local
         self.listener = listener
         self.brokers: dict[int, BrokerRegistration] = {}
-        self._request_timeout_s = request_timeout_ms / 1000
+        self.request_timeout_s = request_timeout_ms / 1000
         self._senders: dict[int, BrokerSender] = {}
 
     def set_brokers(self, brokers: Mapping[int, BrokerRegistration]) -> None:
@@ -190,9 +199,21 @@ class ControllerChannel:
                 registration,
                 address,
                 client_id=f"controller-{self.local_id}",
-                request_timeout_s=self._request_timeout_s,
+                request_timeout_s=self.request_timeout_s,
             )
         self.brokers = dict(brokers)
+
+    async def flush(self, timeout_s: float, brokers: Collection[int] | None = None) -> None:
+        """Wait (at most ``timeout_s``) until the requests queued so far for ``brokers``
+        (by default all) have reached them: when the order across brokers matters, and
+        when a controller stops (a broker that is down keeps its requests queued)."""
+        senders = [
+            sender.sent()
+            for broker_id, sender in self._senders.items()
+            if brokers is None or broker_id in brokers
+        ]
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*senders), timeout_s)
 
     async def close(self) -> None:
         tasks = [sender.close() for sender in self._senders.values()]

@@ -10,6 +10,7 @@ and tells every live broker (LeaderAndIsr to the replicas, a full UpdateMetadata
 all). Then it follows ``/brokers/ids``: a broker that leaves loses its leaderships and
 its ISR memberships, a broker that (re)joins gets the metadata and its replicas back.
 Every request carries the controller epoch, so brokers ignore a deposed controller.
+Controlled shutdown and preferred leader election are in :mod:`.leader_moves`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from kazoo.protocol.states import EventType
 
 from tidelog.controller.channel import ControllerChannel
 from tidelog.controller.election import NO_LEADER, next_leadership
+from tidelog.controller.leader_moves import LeaderMoves
 from tidelog.controller.requests import LEADER_DURING_DELETE, PartitionLeadership, ReplicaToStop
 from tidelog.controller.zk_client import SESSION_ERRORS, KafkaZkClient, StalePartitionStateError
 from tidelog.controller.zk_data import BrokerRegistration, PartitionState, TopicAssignment
@@ -39,7 +41,7 @@ UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
 STATE_WRITE_ATTEMPTS = 5
 
 
-class Controller:
+class Controller(LeaderMoves):
     def __init__(
         self,
         broker_id: int,
@@ -60,11 +62,13 @@ class Controller:
         self.brokers: dict[int, BrokerRegistration] = {}  # the live ones
         self.assignments: dict[str, TopicAssignment] = {}
         self.states: dict[TopicPartition, PartitionState] = {}
+        self._shutting_down: dict[int, int] = {}  # see LeaderMoves
         # One callable per watch: kazoo keeps watches in sets, so re-arming one that is
         # still armed does not make it fire twice.
         self._watch_controller = self._watch(self._elect)
         self._watch_brokers = self._watch(self._brokers_changed)
         self._watch_topics = self._watch(self._topics_changed)
+        self._watch_isr_changes = self._watch(self._isr_changed)
 
     # -- the event queue --------------------------------------------------------------------
 
@@ -172,6 +176,27 @@ class Controller:
         pending = await self._zk(self.zk.topics_marked_for_deletion)
         if pending:  # deletions a previous controller did not finish
             await self._delete_topics(pending)
+        await self._isr_changed()
+
+    # -- ISR changes announced by leaders ------------------------------------------------------
+
+    async def _isr_changed(self) -> None:
+        """Leaders change ISRs themselves and announce it under /isr_change_notification:
+        re-read those partitions' states and tell every broker (UpdateMetadata)."""
+        if not self.is_active:
+            return
+        names = await self._zk(self.zk.isr_change_notifications, self._watch_isr_changes)
+        changed = set()
+        for name in names:
+            changed.update(await self._zk(self.zk.isr_change_partitions, name))
+        known = [key for key in sorted(changed) if key in self.states]
+        for key in known:
+            state = await self._zk(self.zk.partition_state, *key)
+            if state is not None:
+                self.states[key] = state
+        if known:
+            await self._send_update_metadata(self._leaderships(known))
+        await self._zk(self.zk.delete_isr_change_notifications, names)
 
     def _read_topic(self, topic: str) -> tuple[TopicAssignment | None, dict]:
         """A topic's assignment and partition states (blocking: runs in a worker thread)."""
@@ -202,7 +227,7 @@ class Controller:
     async def _on_brokers_gone(self, gone: set[int]) -> None:
         """Each partition the brokers led gets a new leader; they leave every ISR."""
         logger.info("brokers %s left the cluster", sorted(gone))
-        alive = set(self.brokers) - gone
+        alive = set(self.brokers) - gone - self.shutting_down_brokers()
         affected = [key for key in self.states if gone.intersection(self._replicas(key))]
         changed = [key for key in affected if await self._elect_leader(key, alive)]
         await self._send_leader_and_isr(changed, to=alive)

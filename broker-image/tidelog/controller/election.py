@@ -7,13 +7,23 @@ alive it stays as it was, so whichever member comes back first can lead without 
 committed records. Only ``unclean.leader.election.enable`` lets a live replica outside
 the ISR lead (with an ISR of itself); without an eligible replica the partition is
 offline (leader -1).
+
+Two elections move a leader that is still alive: controlled shutdown (the first live
+replica of the assignment in the ISR other than the brokers shutting down, which leave
+the ISR) and preferred election (the first replica of the assignment, when it is live
+and in the ISR).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-__all__ = ["NO_LEADER", "next_leadership"]
+__all__ = [
+    "NO_LEADER",
+    "controlled_shutdown_leadership",
+    "next_leadership",
+    "preferred_leadership",
+]
 
 NO_LEADER = -1
 
@@ -38,3 +48,30 @@ def next_leadership(
         if out_of_sync:
             return out_of_sync[0], [out_of_sync[0]]
     return NO_LEADER, live_isr or list(isr)
+
+
+def controlled_shutdown_leadership(
+    replicas: Sequence[int],
+    leader: int,
+    isr: Sequence[int],
+    live: Collection[int],
+    shutting_down: Collection[int],
+) -> tuple[int, list[int]] | None:
+    """The (leader, ISR) once the brokers ``shutting_down`` leave the partition, or None
+    when it leads and no other live in-sync replica can take over (it stays as it is)."""
+    remaining_isr = [b for b in isr if b not in shutting_down]
+    if leader not in shutting_down:
+        return leader, remaining_isr
+    eligible = [b for b in replicas if b in live and b in remaining_isr]
+    if not eligible:
+        return None
+    return eligible[0], remaining_isr
+
+
+def preferred_leadership(
+    replicas: Sequence[int], isr: Sequence[int], live: Collection[int]
+) -> int | None:
+    """The preferred replica (the first of the assignment) when it may lead: live and in
+    the ISR; else None."""
+    preferred = replicas[0]
+    return preferred if preferred in live and preferred in isr else None

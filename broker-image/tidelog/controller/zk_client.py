@@ -33,6 +33,8 @@ from tidelog.controller.zk_data import (
     CONTROLLER_EPOCH,
     DEFAULT_ENTITY,
     DELETE_TOPICS,
+    ISR_CHANGE_NOTIFICATION,
+    ISR_CHANGE_PREFIX,
     PERSISTENT_PATHS,
     PRODUCER_ID_BLOCK,
     TOPICS,
@@ -208,6 +210,11 @@ class KafkaZkClient:
             brokers[int(child)] = BrokerRegistration.decode(int(child), data, stat.czxid)
         return brokers
 
+    def broker_epoch(self, broker_id: int) -> int | None:
+        """The broker epoch (its registration's czxid), None while it is not registered."""
+        stat = self.zk.exists(broker_path(broker_id))
+        return None if stat is None else stat.czxid
+
     # -- controller ------------------------------------------------------------------------
 
     def try_become_controller(self, broker_id: int) -> int | None:
@@ -357,6 +364,42 @@ class KafkaZkClient:
                 f"the state of {topic}-{partition} changed since version {state.zk_version}"
             ) from None
         return stat.version
+
+    # -- ISR changes (a leader announces them; the controller spreads them) ---------------
+
+    def announce_isr_changes(self, partitions: list[tuple[str, int]]) -> None:
+        """A sequential ``/isr_change_notification/isr_change_<n>`` naming the partitions
+        whose ISR this leader changed, in Kafka's format."""
+        document = {
+            "version": 1,
+            "partitions": [{"topic": t, "partition": p} for t, p in partitions],
+        }
+        self.zk.create(
+            f"{ISR_CHANGE_NOTIFICATION}/{ISR_CHANGE_PREFIX}",
+            encode_json(document),
+            sequence=True,
+            makepath=True,
+        )
+
+    def isr_change_notifications(self, watch: Callable | None = None) -> list[str]:
+        return sorted(self.zk.get_children(ISR_CHANGE_NOTIFICATION, watch=watch))
+
+    def isr_change_partitions(self, name: str) -> list[tuple[str, int]]:
+        """The partitions one notification names (none when it is gone or unreadable)."""
+        try:
+            data, _ = self.zk.get(f"{ISR_CHANGE_NOTIFICATION}/{name}")
+            document = decode_json(data)
+            return [(p["topic"], int(p["partition"])) for p in document["partitions"]]
+        except NoNodeError:
+            return []
+        except (ValueError, KeyError, TypeError):
+            logger.warning("ignoring the malformed ISR change notification %s", name)
+            return []
+
+    def delete_isr_change_notifications(self, names: list[str]) -> None:
+        for name in names:
+            with contextlib.suppress(NoNodeError):
+                self.zk.delete(f"{ISR_CHANGE_NOTIFICATION}/{name}")
 
     # -- configs ---------------------------------------------------------------------------
 

@@ -56,6 +56,8 @@ CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CONFIG_CHANGES = "/config/changes"
 DELETE_TOPICS = "/admin/delete_topics"
+ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+ISR_CHANGE_PREFIX = "isr_change_"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 DEFAULT_ENTITY = "<default>"
 
@@ -67,7 +69,7 @@ PERSISTENT_PATHS = (
     "/config/topics",
     "/config/brokers",
     "/admin/delete_topics",
-    "/isr_change_notification",
+    ISR_CHANGE_NOTIFICATION,
     "/log_dir_event_notification",
     "/cluster",
 )

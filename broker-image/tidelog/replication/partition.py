@@ -1,17 +1,41 @@
-"""One partition hosted by this broker: its log, its role, its high watermark.
+"""One partition hosted by this broker: its log, its role, its ISR and high watermark.
 
-As leader the partition accepts appends and serves reads below the high watermark. With
-the ISR holding only this broker, the high watermark is the log end offset; with
-followers (replication, issue 5) it becomes the minimum log end offset over the ISR.
+As leader (seed 003 四.5, seed 004 副本同步) the partition tracks each follower: the log
+end offset its last fetch reported and the last time it was caught up. A follower is
+caught up when its fetch asked for the leader's log end offset, or for the log end
+offset the leader had at that follower's previous fetch (so a follower that keeps pace
+with a busy leader is never "behind" by the batch that arrived between two fetches).
+The ISR loses a follower not caught up for ``replica.lag.time.max.ms`` and regains it
+once its log end offset reaches the high watermark and the start of the current leader
+epoch. The high watermark is the minimum log end offset over the ISR and never moves
+back; a follower's is min(leader's high watermark, own log end offset).
+
+ISR changes are proposed here and applied by :meth:`apply_isr` once ZooKeeper accepted
+them (the replica manager writes them); until then the old ISR stands.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tidelog.protocol.errors import ErrorCode
 from tidelog.storage.log import Log
 
-__all__ = ["Partition"]
+__all__ = ["FollowerState", "Partition"]
+
+UNKNOWN_OFFSET = -1
+NO_CURRENT_LEADER_EPOCH = -1
+NO_LEADER = -1
+
+
+@dataclass
+class FollowerState:
+    """What the leader knows of one follower, from its fetches."""
+
+    log_end_offset: int = UNKNOWN_OFFSET
+    last_caught_up_ms: int = 0
+    last_fetch_leader_end_offset: int = UNKNOWN_OFFSET
+    last_fetch_ms: int = 0
 
 
 @dataclass
@@ -24,21 +48,119 @@ class Partition:
     replicas: list[int]
     isr: list[int]
     broker_id: int
+    zk_version: int = 0  # of the partition state znode, for the leader's ISR writes
+    controller_epoch: int = 0  # of the controller that last set the state
     high_watermark: int = 0
-    follower_end_offsets: dict[int, int] = field(default_factory=dict)
+    followers: dict[int, FollowerState] = field(default_factory=dict)
+    isr_change_in_flight: bool = False
 
     @property
     def is_leader(self) -> bool:
         return self.leader == self.broker_id
 
+    def become(
+        self,
+        *,
+        leader: int,
+        leader_epoch: int,
+        replicas: list[int],
+        isr: list[int],
+        zk_version: int,
+        controller_epoch: int,
+        now_ms: int,
+    ) -> None:
+        """Take the role the controller gave. A new leader counts its ISR followers as
+        caught up now and learns their log end offsets from their next fetches."""
+        self.leader, self.leader_epoch = leader, leader_epoch
+        self.replicas, self.isr, self.zk_version = list(replicas), list(isr), zk_version
+        self.controller_epoch = controller_epoch
+        self.isr_change_in_flight = False
+        self.followers = {}
+        if self.is_leader:
+            for replica in replicas:
+                if replica != self.broker_id:
+                    caught_up = now_ms if replica in isr else 0
+                    self.followers[replica] = FollowerState(last_caught_up_ms=caught_up)
+        self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+
+    def resign(self) -> None:
+        """StopReplica without delete: neither leader nor follower any more."""
+        self.leader = NO_LEADER
+        self.followers = {}
+        self.isr_change_in_flight = False
+
+    def check_leader_epoch(self, current_leader_epoch: int) -> ErrorCode:
+        """Fence a client or follower whose metadata names another leader epoch than
+        this broker's (-1: it names none)."""
+        if current_leader_epoch == NO_CURRENT_LEADER_EPOCH:
+            return ErrorCode.NONE
+        if current_leader_epoch < self.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        if current_leader_epoch > self.leader_epoch:
+            return ErrorCode.UNKNOWN_LEADER_EPOCH
+        return ErrorCode.NONE
+
+    # -- leader ------------------------------------------------------------------------------
+
+    def record_follower_fetch(self, replica: int, fetch_offset: int, now_ms: int) -> None:
+        follower = self.followers.get(replica)
+        if follower is None:
+            return  # not a replica of this partition (any more)
+        leader_end = self.log.log_end_offset
+        if fetch_offset >= leader_end:
+            follower.last_caught_up_ms = now_ms
+        elif fetch_offset >= follower.last_fetch_leader_end_offset >= 0:
+            follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
+        follower.log_end_offset = fetch_offset
+        follower.last_fetch_leader_end_offset = leader_end
+        follower.last_fetch_ms = now_ms
+
+    def expanded_isr(self, replica: int) -> list[int] | None:
+        """The ISR with ``replica`` back in, if it qualifies now; else None."""
+        follower = self.followers.get(replica)
+        if follower is None or replica in self.isr or self.isr_change_in_flight:
+            return None
+        epoch_start = self.log.end_offset_for_epoch(self.leader_epoch)[1]
+        if follower.log_end_offset >= max(self.high_watermark, epoch_start):
+            return [*self.isr, replica]
+        return None
+
+    def shrunk_isr(self, now_ms: int, max_lag_ms: int) -> list[int] | None:
+        """The ISR without the followers not caught up for ``max_lag_ms``; else None."""
+        if not self.is_leader or self.isr_change_in_flight:
+            return None
+        lagging = {
+            replica
+            for replica in self.isr
+            if replica != self.broker_id
+            and now_ms - self.followers.get(replica, FollowerState()).last_caught_up_ms > max_lag_ms
+        }
+        return [r for r in self.isr if r not in lagging] if lagging else None
+
+    def apply_isr(self, isr: list[int], zk_version: int) -> None:
+        self.isr, self.zk_version = list(isr), zk_version
+        self.isr_change_in_flight = False
+
     def maybe_advance_high_watermark(self) -> bool:
         """HW = min log end offset over the ISR; True when it moved."""
-        ends = [
-            self.log.log_end_offset if b == self.broker_id else self.follower_end_offsets.get(b, 0)
-            for b in self.isr
-        ]
-        new = min(ends) if ends else self.log.log_end_offset
+        new = self.log.log_end_offset
+        for replica in self.isr:
+            if replica != self.broker_id:
+                follower = self.followers.get(replica)
+                if follower is None or follower.log_end_offset < 0:
+                    return False  # not heard from yet: the HW waits for it
+                new = min(new, follower.log_end_offset)
         if new > self.high_watermark:
+            self.high_watermark = new
+            return True
+        return False
+
+    # -- follower ----------------------------------------------------------------------------
+
+    def follow_high_watermark(self, leader_high_watermark: int) -> bool:
+        """A follower's HW = min(leader's HW, own log end offset); True when it moved."""
+        new = min(leader_high_watermark, self.log.log_end_offset)
+        if new != self.high_watermark:
             self.high_watermark = new
             return True
         return False

@@ -3,28 +3,42 @@
 Appends and reads run on the event loop thread: a segment append or read is a page
 cache operation, and doing it in place keeps a partition's appends in request order.
 Errors come back as Kafka error codes for the response, never as exceptions.
+
+Leaders serve producers, consumers (below the high watermark) and their followers'
+fetches (up to the log end offset), which move the high watermark and the ISR. Followers
+copy from their leaders through replica fetchers (``fetcher.py``). Two purgatories hold
+waiting requests: ``purgatory`` wakes on high-watermark moves (consumer fetches, acks=all
+produces), ``appended`` on appends (followers' long-polled fetches).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from tidelog.protocol.errors import ErrorCode
 from tidelog.records.errors import RecordsError
-from tidelog.replication.partition import Partition
+from tidelog.replication.fetcher import FetcherConfig, ReplicaFetcher, fetcher_id
+from tidelog.replication.partition import NO_LEADER, Partition
 from tidelog.replication.purgatory import Purgatory
 from tidelog.storage.errors import KafkaStorageError, OffsetOutOfRangeError, StorageError
-from tidelog.storage.log import AppendInfo
+from tidelog.storage.log import AppendInfo, Log
 from tidelog.storage.log_manager import LogManager
 from tidelog.storage.segment import FetchSlice
 
-__all__ = ["AppendResult", "ReadResult", "ReplicaManager"]
+__all__ = ["AppendResult", "IsrWriter", "ReadResult", "ReplicaManager"]
 
 logger = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
+# Writes a leader's new ISR to the partition state in ZooKeeper, conditional on the
+# znode version the partition holds; returns the new version, or None when the state
+# changed meanwhile (the controller's LeaderAndIsr will tell the truth).
+IsrWriter = Callable[[Partition, list[int]], Awaitable[int | None]]
 
 
 @dataclass
@@ -47,13 +61,36 @@ class ReadResult:
         return self.records.records.size if self.records else 0
 
 
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
 class ReplicaManager:
-    def __init__(self, broker_id: int, log_manager: LogManager):
+    def __init__(
+        self,
+        broker_id: int,
+        log_manager: LogManager,
+        *,
+        fetcher_config: FetcherConfig | None = None,
+        num_fetchers: int = 1,
+        endpoint_of: Callable[[int], tuple[str, int] | None] = lambda _broker: None,
+        isr_writer: IsrWriter | None = None,
+        clock_ms: Callable[[], int] = _now_ms,
+    ):
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.partitions: dict[TopicPartition, Partition] = {}
         self.topic_ids: dict[str, uuid.UUID] = {}
         self.purgatory = Purgatory()
+        self.appended = Purgatory()
+        self._fetcher_config = fetcher_config
+        self._num_fetchers = num_fetchers
+        self._endpoint_of = endpoint_of
+        self._isr_writer = isr_writer
+        self._clock_ms = clock_ms
+        self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self._stopping: set[asyncio.Task] = set()  # fetchers left without partitions
+        self._checkpointed_hw = log_manager.high_watermark_checkpoints()
 
     # -- leadership (LeaderAndIsr / StopReplica) ------------------------------------------
 
@@ -67,22 +104,33 @@ class ReplicaManager:
         leader_epoch: int,
         replicas: list[int],
         isr: list[int],
+        zk_version: int = 0,
+        controller_epoch: int = 0,
     ) -> ErrorCode:
         try:
             log = self.log_manager.get_or_create_log(topic, index)
         except KafkaStorageError as error:
             logger.error("cannot host %s-%d: %s", topic, index, error)
             return ErrorCode.KAFKA_STORAGE_ERROR
-        partition = self.partitions.get((topic, index))
+        key = (topic, index)
+        partition = self.partitions.get(key)
         if partition is None:
             partition = Partition(
                 topic, index, log, leader, leader_epoch, replicas, isr, self.broker_id
             )
-            self.partitions[(topic, index)] = partition
-        else:
-            partition.leader, partition.leader_epoch = leader, leader_epoch
-            partition.replicas, partition.isr = replicas, isr
+            partition.high_watermark = self._checkpointed_hw.pop(key, 0)
+            self.partitions[key] = partition
+        partition.become(
+            leader=leader,
+            leader_epoch=leader_epoch,
+            replicas=replicas,
+            isr=isr,
+            zk_version=zk_version,
+            controller_epoch=controller_epoch,
+            now_ms=self._clock_ms(),
+        )
         self.topic_ids[topic] = topic_id
+        self._stop_fetching(key)
         if partition.is_leader:
             # As Kafka's makeLeader: the epoch starts at the log end before any write, so
             # OffsetForLeaderEpoch answers for it at once.
@@ -94,26 +142,47 @@ class ReplicaManager:
                 logger.error("cannot lead %s-%d: %s", topic, index, error)
                 return ErrorCode.KAFKA_STORAGE_ERROR
             partition.maybe_advance_high_watermark()
+        elif leader >= 0 and self._fetcher_config is not None:
+            self._fetcher_for(leader, key).add(topic, index, leader_epoch)
+        # Waiters re-check: a producer waiting for acks=all learns it is no longer leader.
+        self.purgatory.notify(key)
+        self.appended.notify(key)
         return ErrorCode.NONE
 
     def stop_replica(self, topic: str, index: int, delete: bool) -> None:
-        partition = self.partitions.pop((topic, index), None)
+        """StopReplica: no more fetching, leading or following. Without ``delete`` the
+        replica stays, role-less, with its log and high watermark (checkpointed as
+        usual) until the controller gives it a role again."""
+        key = (topic, index)
+        self._stop_fetching(key)
+        partition = self.partitions.get(key)
         if partition is not None:
-            self.purgatory.notify((topic, index))
+            partition.resign()
+            self.purgatory.notify(key)
+            self.appended.notify(key)
         if delete:
+            self.partitions.pop(key, None)
             self.log_manager.delete_log(topic, index)
-        if not any(t == topic for t, _ in self.partitions):
-            self.topic_ids.pop(topic, None)
+            if not any(t == topic for t, _ in self.partitions):
+                self.topic_ids.pop(topic, None)
 
-    def _leader_partition(self, topic: str, index: int) -> tuple[Partition | None, ErrorCode]:
+    def _leader_partition(
+        self, topic: str, index: int, current_leader_epoch: int = -1
+    ) -> tuple[Partition | None, ErrorCode]:
         partition = self.partitions.get((topic, index))
         if partition is None:
             if (topic, index) in self.log_manager.offline_partitions:
                 return None, ErrorCode.KAFKA_STORAGE_ERROR
             return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        fenced = partition.check_leader_epoch(current_leader_epoch)
+        if fenced != ErrorCode.NONE:
+            return None, fenced
         if not partition.is_leader:
             return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
         return partition, ErrorCode.NONE
+
+    def leader_partition(self, topic: str, index: int) -> tuple[Partition | None, ErrorCode]:
+        return self._leader_partition(topic, index)
 
     # -- produce ------------------------------------------------------------------------------
 
@@ -140,34 +209,218 @@ class ReplicaManager:
         except StorageError as error:
             code = error.error_code if error.error_code >= 0 else ErrorCode.UNKNOWN_SERVER_ERROR
             return AppendResult(ErrorCode(code), message=str(error))
+        self.appended.notify((topic, index))
         if partition.maybe_advance_high_watermark():
             self.purgatory.notify((topic, index))
         return AppendResult(ErrorCode.NONE, info, log.log_start_offset)
 
+    async def wait_for_isr(
+        self, topic: str, index: int, required_offset: int, deadline: float
+    ) -> ErrorCode:
+        """acks=all: wait until the high watermark reaches ``required_offset`` (the ISR
+        has the batch) or the loop time ``deadline``; the error to answer with."""
+        key = (topic, index)
+        loop = asyncio.get_running_loop()
+        while True:
+            partition = self.partitions.get(key)
+            if partition is None or not partition.is_leader:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if partition.high_watermark >= required_offset:
+                if len(partition.isr) < partition.log.config.min_insync_replicas:
+                    return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+                return ErrorCode.NONE
+            left = deadline - loop.time()
+            if left <= 0:
+                return ErrorCode.REQUEST_TIMED_OUT
+            wake = self.purgatory.watch([key])
+            await asyncio.wait([wake], timeout=left)
+            wake.cancel()
+
     # -- fetch --------------------------------------------------------------------------------
 
     def read(
-        self, topic: str, index: int, offset: int, max_bytes: int, *, min_one_message: bool
+        self,
+        topic: str,
+        index: int,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one_message: bool,
+        current_leader_epoch: int = -1,
     ) -> ReadResult:
         """A consumer's read: whole batches below the high watermark."""
-        partition, error = self._leader_partition(topic, index)
+        partition, error = self._leader_partition(topic, index, current_leader_epoch)
         if partition is None:
             return ReadResult(error)
-        log = partition.log
-        hw = partition.high_watermark
+        return self._read(partition, offset, max_bytes, partition.high_watermark, min_one_message)
+
+    def read_for_follower(
+        self,
+        replica: int,
+        topic: str,
+        index: int,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one_message: bool,
+        current_leader_epoch: int = -1,
+    ) -> ReadResult:
+        """A follower's read up to the log end offset. Its fetch offset is its log end
+        offset: it moves the follower's state, the high watermark and maybe the ISR."""
+        partition, error = self._leader_partition(topic, index, current_leader_epoch)
+        if partition is None:
+            return ReadResult(error)
+        if replica not in partition.replicas:
+            return ReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if offset <= partition.log.log_end_offset:
+            partition.record_follower_fetch(replica, offset, self._clock_ms())
+            self._maybe_expand_isr(partition, replica)
+            if partition.maybe_advance_high_watermark():
+                self.purgatory.notify((topic, index))
+        end = partition.log.log_end_offset
+        return self._read(partition, offset, max_bytes, end, min_one_message)
+
+    def _read(
+        self, partition: Partition, offset: int, max_bytes: int, bound: int, first: bool
+    ) -> ReadResult:
+        log, hw = partition.log, partition.high_watermark
         try:
-            found = self.log_manager.guarded(
-                log, lambda: log.read(offset, max_bytes, hw, min_one_message)
-            )
+            found = self.log_manager.guarded(log, lambda: log.read(offset, max_bytes, bound, first))
         except OffsetOutOfRangeError:
             return ReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, log.log_start_offset)
         except KafkaStorageError:
-            self.partitions.pop((topic, index), None)
+            self.partitions.pop((partition.topic, partition.index), None)
             return ReadResult(ErrorCode.KAFKA_STORAGE_ERROR)
         return ReadResult(ErrorCode.NONE, hw, log.log_start_offset, found)
 
-    def leader_partition(self, topic: str, index: int) -> tuple[Partition | None, ErrorCode]:
-        return self._leader_partition(topic, index)
-
     def high_watermarks(self) -> dict[TopicPartition, int]:
         return {tp: p.high_watermark for tp, p in self.partitions.items()}
+
+    # -- the ISR (leader) ---------------------------------------------------------------------
+
+    def _maybe_expand_isr(self, partition: Partition, replica: int) -> None:
+        isr = partition.expanded_isr(replica)
+        if isr is not None:
+            self._change_isr(partition, isr)
+
+    def shrink_isrs(self, max_lag_ms: int) -> None:
+        """Drop followers not caught up for ``max_lag_ms`` (replica.lag.time.max.ms)
+        from the ISR of every partition this broker leads."""
+        now = self._clock_ms()
+        for partition in list(self.partitions.values()):
+            isr = partition.shrunk_isr(now, max_lag_ms)
+            if isr is not None:
+                logger.info(
+                    "%s-%d: shrinking the ISR from %s to %s",
+                    partition.topic,
+                    partition.index,
+                    partition.isr,
+                    isr,
+                )
+                self._change_isr(partition, isr)
+
+    def _change_isr(self, partition: Partition, isr: list[int]) -> None:
+        if self._isr_writer is None:
+            return
+        partition.isr_change_in_flight = True
+        asyncio.get_running_loop().create_task(self._write_isr(partition, isr))
+
+    async def _write_isr(self, partition: Partition, isr: list[int]) -> None:
+        key = (partition.topic, partition.index)
+        epoch = partition.leader_epoch
+        try:
+            version = await self._isr_writer(partition, isr)
+        except Exception:
+            logger.exception("%s-%d: writing the ISR %s failed", *key, isr)
+            version = None
+        if self.partitions.get(key) is not partition or partition.leader_epoch != epoch:
+            return  # the controller changed the partition meanwhile
+        if version is None:
+            partition.isr_change_in_flight = False
+            return
+        logger.info("%s-%d: ISR now %s", *key, isr)
+        partition.apply_isr(isr, version)
+        partition.maybe_advance_high_watermark()
+        self.purgatory.notify(key)  # acks=all waiters re-check, min.insync.replicas too
+
+    # -- following (called by the replica fetchers) -------------------------------------------
+
+    def _fetcher_for(self, leader: int, key: TopicPartition) -> ReplicaFetcher:
+        which = (leader, fetcher_id(*key, self._num_fetchers))
+        fetcher = self._fetchers.get(which)
+        if fetcher is None:
+            fetcher = self._fetchers[which] = ReplicaFetcher(
+                leader, lambda: self._endpoint_of(leader), self, self._fetcher_config
+            )
+        return fetcher
+
+    def _stop_fetching(self, key: TopicPartition) -> None:
+        for which, fetcher in list(self._fetchers.items()):
+            fetcher.remove(*key)
+            if not fetcher.partitions:
+                del self._fetchers[which]
+                stopping = asyncio.get_running_loop().create_task(fetcher.stop())
+                self._stopping.add(stopping)
+                stopping.add_done_callback(self._stopping.discard)
+
+    async def shutdown(self) -> None:
+        fetchers, self._fetchers = list(self._fetchers.values()), {}
+        await asyncio.gather(*(f.stop() for f in fetchers), *self._stopping)
+
+    def follower_log(self, topic: str, index: int) -> Log | None:
+        partition = self.partitions.get((topic, index))
+        if partition is None or partition.leader in (self.broker_id, NO_LEADER):
+            return None
+        return partition.log
+
+    def truncate_follower(
+        self, topic: str, index: int, asked_epoch: int, leader_epoch: int, leader_end: int
+    ) -> None:
+        """Cut the follower's log where it diverges from the leader's, by epoch."""
+        partition = self.partitions[(topic, index)]
+        log = partition.log
+        if leader_end < 0 or asked_epoch < 0:
+            target = partition.high_watermark  # no epochs to compare: Kafka's fallback
+        elif leader_epoch == asked_epoch:
+            target = min(leader_end, log.log_end_offset)
+        else:  # the leader never had our epoch: cut at the end of its last one we share
+            target = min(leader_end, log.end_offset_for_epoch(leader_epoch)[1])
+            if target < 0:
+                target = leader_end
+        target = min(target, log.log_end_offset)
+        if target < log.log_end_offset:
+            logger.info(
+                "%s-%d: truncating from %d to %d (leader epoch %d ends at %d)",
+                topic,
+                index,
+                log.log_end_offset,
+                target,
+                leader_epoch,
+                leader_end,
+            )
+            self.log_manager.guarded(log, lambda: log.truncate_to(target))
+        partition.high_watermark = min(partition.high_watermark, log.log_end_offset)
+
+    def follower_start_at(self, topic: str, index: int, offset: int) -> None:
+        log = self.partitions[(topic, index)].log
+        logger.info("%s-%d: the leader starts at %d; starting over there", topic, index, offset)
+        self.log_manager.guarded(log, lambda: log.truncate_fully_and_start_at(offset))
+
+    def append_as_follower(
+        self,
+        topic: str,
+        index: int,
+        fetch_offset: int,
+        records,
+        leader_high_watermark: int,
+        leader_log_start: int,
+    ) -> None:
+        partition = self.partitions[(topic, index)]
+        log = partition.log
+        if records is not None and len(records) and log.log_end_offset == fetch_offset:
+            self.log_manager.guarded(log, lambda: log.append_as_follower(records))
+        if leader_log_start > log.log_start_offset:
+            self.log_manager.guarded(
+                log, lambda: log.maybe_increment_log_start_offset(leader_log_start)
+            )
+        partition.follow_high_watermark(leader_high_watermark)

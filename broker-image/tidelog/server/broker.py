@@ -32,23 +32,31 @@ from dataclasses import replace
 
 from tidelog.controller.channel import ControllerChannel
 from tidelog.controller.controller import Controller
-from tidelog.controller.requests import PartitionLeadership, ReplicaToStop
+from tidelog.controller.requests import (
+    PartitionLeadership,
+    ReplicaToStop,
+    inter_broker_endpoint,
+)
 from tidelog.controller.zk_client import (
     SESSION_ERRORS,
     BrokerIdTakenError,
     KafkaZkClient,
+    StalePartitionStateError,
     config_change_number,
 )
 from tidelog.controller.zk_data import (
     DEFAULT_ENTITY,
     BrokerRegistration,
+    PartitionState,
     TopicAssignment,
     new_uuid,
 )
 from tidelog.coordinator.producer_ids import ProducerIdManager
 from tidelog.protocol.errors import ErrorCode
+from tidelog.replication.fetcher import FetcherConfig
 from tidelog.replication.replica_manager import AppendResult, ReplicaManager
 from tidelog.server.config import BrokerConfig, ConfigError
+from tidelog.server.controlled_shutdown import shut_down_controlled
 from tidelog.server.dispatch import RequestDispatcher
 from tidelog.server.handlers.create_topics import TopicRequestError, plan_topic
 from tidelog.server.metadata_cache import MetadataCache, PartitionMetadata
@@ -60,6 +68,9 @@ from tidelog.storage.log_manager import LogManager
 __all__ = ["Broker"]
 
 logger = logging.getLogger(__name__)
+
+# How long a stopping controller waits for its last requests to reach the brokers.
+CONTROLLER_FLUSH_TIMEOUT_S = 5.0
 
 
 class Broker:
@@ -111,7 +122,22 @@ class Broker:
             ),
         )
         await asyncio.to_thread(self.log_manager.startup)
-        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager)
+        self.replica_manager = ReplicaManager(
+            self.broker_id,
+            self.log_manager,
+            fetcher_config=FetcherConfig(
+                replica_id=self.broker_id,
+                max_wait_ms=config["replica.fetch.wait.max.ms"],
+                min_bytes=config["replica.fetch.min.bytes"],
+                partition_max_bytes=config["replica.fetch.max.bytes"],
+                response_max_bytes=config["replica.fetch.response.max.bytes"],
+                backoff_ms=config["replica.fetch.backoff.ms"],
+                socket_timeout_ms=config["replica.socket.timeout.ms"],
+            ),
+            num_fetchers=config["num.replica.fetchers"],
+            endpoint_of=self._inter_broker_endpoint,
+            isr_writer=self._write_isr,
+        )
         self.producer_ids = ProducerIdManager(
             lambda: self.zk.allocate_producer_id_block(self.broker_id)
         )
@@ -152,6 +178,7 @@ class Broker:
                     config["log.retention.check.interval.ms"], self.log_manager.cleanup_logs
                 )
             ),
+            asyncio.create_task(self._shrink_isrs(), name="isr-shrink"),
             asyncio.create_task(
                 self._every(
                     config["log.flush.offset.checkpoint.interval.ms"],
@@ -161,6 +188,13 @@ class Broker:
                 )
             ),
         ]
+        if config["auto.leader.rebalance.enable"]:
+            self._tasks.append(
+                self.controller.start_leader_rebalance(
+                    config["leader.imbalance.check.interval.seconds"],
+                    config["leader.imbalance.per.broker.percentage"],
+                )
+            )
         logger.info(
             "broker %d started, listening on %s",
             self.broker_id,
@@ -308,12 +342,57 @@ class Broker:
             except Exception:
                 logger.exception("periodic task %r failed", work)
 
+    # -- the ISR of the partitions this broker leads ----------------------------------------------
+
+    async def _shrink_isrs(self) -> None:
+        """Kafka checks every half of replica.lag.time.max.ms."""
+        while True:
+            await asyncio.sleep(self.config["replica.lag.time.max.ms"] / 2000)
+            try:
+                self.replica_manager.shrink_isrs(self.config["replica.lag.time.max.ms"])
+            except Exception:
+                logger.exception("shrinking ISRs failed")
+
+    async def _write_isr(self, partition, isr: list[int]) -> int | None:
+        """A leader's ISR change: the partition state in ZooKeeper, conditional on the
+        version it holds, then an /isr_change_notification for the controller; the new
+        version, or None when the state changed meanwhile (a controller decision wins)."""
+        state = PartitionState(
+            partition.leader,
+            partition.leader_epoch,
+            isr,
+            partition.controller_epoch,
+            partition.zk_version,
+        )
+        key = (partition.topic, partition.index)
+        try:
+            version = await asyncio.to_thread(self.zk.update_partition_state, *key, state)
+        except StalePartitionStateError:
+            logger.info("%s-%d: ISR %s not written: the state changed meanwhile", *key, isr)
+            return None
+        await asyncio.to_thread(self.zk.announce_isr_changes, [key])
+        return version
+
+    def _inter_broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        registration = self.metadata.brokers.get(broker_id)
+        if registration is None:
+            return None
+        return inter_broker_endpoint(registration, self.config["inter.broker.listener.name"])
+
     async def shutdown(self) -> None:
+        """Controlled shutdown first (while this broker still serves, so it can become a
+        follower or stop its replicas as the controller says), then the rest."""
         logger.info("broker %d shutting down", self.broker_id)
+        if self.config["controlled.shutdown.enable"]:
+            await shut_down_controlled(self)
         for task in self._tasks:
             task.cancel()
+        if self.controller.is_active:
+            # A new controller would send every state again; this spares brokers the wait.
+            await self.controller.channel.flush(CONTROLLER_FLUSH_TIMEOUT_S)
         await self.controller.stop()
         await self.network.close()
+        await self.replica_manager.shutdown()
         high_watermarks = self.replica_manager.high_watermarks()
         await asyncio.to_thread(self.log_manager.checkpoint, high_watermarks)
         await asyncio.to_thread(self.log_manager.shutdown)
@@ -362,6 +441,8 @@ class Broker:
                 leader_epoch=state.leader_epoch,
                 replicas=list(state.replicas),
                 isr=list(state.isr),
+                zk_version=state.zk_version,
+                controller_epoch=state.controller_epoch,
             )
         return ErrorCode.NONE, errors
 

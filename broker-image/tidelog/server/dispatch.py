@@ -23,11 +23,13 @@ from tidelog.server.handlers.configs import (
     handle_describe_configs,
     handle_incremental_alter_configs,
 )
+from tidelog.server.handlers.controlled_shutdown import handle_controlled_shutdown
 from tidelog.server.handlers.create_partitions import handle_create_partitions
 from tidelog.server.handlers.create_topics import handle_create_topics
 from tidelog.server.handlers.delete_records import handle_delete_records
 from tidelog.server.handlers.delete_topics import handle_delete_topics
 from tidelog.server.handlers.describe_cluster import handle_describe_cluster
+from tidelog.server.handlers.elect_leaders import handle_elect_leaders
 from tidelog.server.handlers.fetch import handle_fetch
 from tidelog.server.handlers.find_coordinator import handle_find_coordinator
 from tidelog.server.handlers.init_producer_id import handle_init_producer_id
@@ -66,6 +68,8 @@ HANDLERS = {
     ApiKey.LEADER_AND_ISR: handle_leader_and_isr,
     ApiKey.STOP_REPLICA: handle_stop_replica,
     ApiKey.UPDATE_METADATA: handle_update_metadata,
+    ApiKey.CONTROLLED_SHUTDOWN: handle_controlled_shutdown,
+    ApiKey.ELECT_LEADERS: handle_elect_leaders,
 }
 
 

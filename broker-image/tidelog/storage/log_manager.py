@@ -168,6 +168,18 @@ class LogManager:
         # The marker only vouches for the shutdown that wrote it.
         marker.unlink(missing_ok=True)
 
+    def high_watermark_checkpoints(self) -> dict[TopicPartition, int]:
+        """Each hosted partition's high watermark as last checkpointed (a partition
+        starts from it, so consumers see committed data before followers report)."""
+        found: dict[TopicPartition, int] = {}
+        for directory in self.online_dirs:
+            offsets = _read_checkpoint_or_empty(directory / REPLICATION_OFFSET_CHECKPOINT)
+            for key, offset in offsets.items():
+                log = self._logs.get(key)
+                if log is not None and log.directory.parent == directory:
+                    found[key] = min(offset, log.log_end_offset)
+        return found
+
     def shutdown(self) -> None:
         """Stop the cleaner, finish deferred work, then flush and close every log,
         checkpoint, and mark each directory clean."""

@@ -1,15 +1,17 @@
-"""Fetch for consumers: whole batches below the high watermark, long-polled.
+"""Fetch, long-polled: consumers get whole batches below the high watermark, followers
+(a replica id >= 0) up to the log end offset, which records how far they are.
 
 The broker answers at once when the data gathered reaches ``min_bytes`` or a partition
-has an error; otherwise it waits in purgatory until an append to one of the fetched
-partitions, or ``max_wait_ms``, then reads again. Records go out as file slices, sent
-with sendfile. Fetch sessions are not kept: session id 0 tells clients to send full
-fetches, which every client supports.
+has an error; otherwise it waits in purgatory until the high watermark (consumers) or
+the log end (followers) of a fetched partition moves, or ``max_wait_ms``, then reads
+again. Records go out as file slices, sent with sendfile. Fetch sessions are not kept:
+session id 0 tells clients to send full fetches, which every client supports.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 
 from tidelog.protocol import ApiKey, response_class
@@ -33,8 +35,9 @@ def _resolve_topics(broker, header, request):
     return resolved
 
 
-def _read_all(broker, topics, max_bytes: int, isolation_level: int):
+def _read_all(broker, topics, max_bytes: int, isolation_level: int, replica_id: int):
     """One pass over every partition; returns (responses, bytes gathered, any error)."""
+    replicas = broker.replica_manager
     remaining = max_bytes
     gathered = 0
     failed = False
@@ -45,12 +48,18 @@ def _read_all(broker, topics, max_bytes: int, isolation_level: int):
             if name is None:
                 code, result = ErrorCode.UNKNOWN_TOPIC_ID, None
             else:
-                result = broker.replica_manager.read(
+                read = (
+                    replicas.read
+                    if replica_id < 0
+                    else functools.partial(replicas.read_for_follower, replica_id)
+                )
+                result = read(
                     name,
                     wanted.partition,
                     wanted.fetch_offset,
                     min(wanted.partition_max_bytes, remaining),
                     min_one_message=gathered == 0,
+                    current_leader_epoch=wanted.current_leader_epoch,
                 )
                 code = result.error
             failed |= code != ErrorCode.NONE
@@ -77,16 +86,27 @@ def _read_all(broker, topics, max_bytes: int, isolation_level: int):
     return responses, gathered, failed
 
 
+def _replica_id(request) -> int:
+    """The fetching follower's broker id (-1 for a consumer): in the body's replica_id up
+    to v14, in ReplicaState from v15."""
+    if request.replica_state is not None and request.replica_state.replica_id >= 0:
+        return request.replica_state.replica_id
+    return request.replica_id
+
+
 async def handle_fetch(broker, header, request, context):
-    if request.replica_id >= 0 or (request.replica_state and request.replica_state.replica_id >= 0):
-        return FetchResponse(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER, responses=[])
+    replica_id = _replica_id(request)
+    replicas = broker.replica_manager
+    purgatory = replicas.purgatory if replica_id < 0 else replicas.appended
     topics = _resolve_topics(broker, header, request)
     max_bytes = request.max_bytes if header.request_api_version >= 3 else 2**31 - 1
     deadline = time.monotonic() + request.max_wait_ms / 1000
     watched = [(name, p.partition) for name, _, t in topics if name for p in t.partitions]
     while True:
-        wake = broker.replica_manager.purgatory.watch(watched)
-        responses, gathered, failed = _read_all(broker, topics, max_bytes, request.isolation_level)
+        wake = purgatory.watch(watched)
+        responses, gathered, failed = _read_all(
+            broker, topics, max_bytes, request.isolation_level, replica_id
+        )
         left = deadline - time.monotonic()
         if gathered >= request.min_bytes or failed or left <= 0 or not watched:
             wake.cancel()

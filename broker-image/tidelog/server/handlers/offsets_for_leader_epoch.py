@@ -16,25 +16,11 @@ from __future__ import annotations
 
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
-from tidelog.replication.partition import Partition
 from tidelog.storage.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 
-__all__ = ["check_current_leader_epoch", "handle_offsets_for_leader_epoch"]
+__all__ = ["handle_offsets_for_leader_epoch"]
 
 OffsetForLeaderEpochResponse = response_class(ApiKey.OFFSET_FOR_LEADER_EPOCH)
-
-NO_CURRENT_LEADER_EPOCH = -1
-
-
-def check_current_leader_epoch(partition: Partition, current_leader_epoch: int) -> ErrorCode:
-    """Fence a client whose metadata names another leader epoch than this broker's."""
-    if current_leader_epoch == NO_CURRENT_LEADER_EPOCH:
-        return ErrorCode.NONE
-    if current_leader_epoch < partition.leader_epoch:
-        return ErrorCode.FENCED_LEADER_EPOCH
-    if current_leader_epoch > partition.leader_epoch:
-        return ErrorCode.UNKNOWN_LEADER_EPOCH
-    return ErrorCode.NONE
 
 
 def _end_offset(broker, topic: str, wanted) -> tuple[ErrorCode, int, int]:
@@ -48,7 +34,7 @@ def _end_offset(broker, topic: str, wanted) -> tuple[ErrorCode, int, int]:
         if broker.metadata.partition(*key) is not None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, *undefined
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, *undefined
-    fenced = check_current_leader_epoch(partition, wanted.current_leader_epoch)
+    fenced = partition.check_leader_epoch(wanted.current_leader_epoch)
     if fenced != ErrorCode.NONE:
         return fenced, *undefined
     if not partition.is_leader:

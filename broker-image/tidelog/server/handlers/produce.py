@@ -1,11 +1,15 @@
 """Produce: append each partition's batches on its leader.
 
 The records field is a memoryview of the request frame; it reaches the log without a
-copy. acks=0 gets no response; acks=1 and acks=all answer once the leader appended
-(acks=all waits for the ISR, which on a single broker is the leader itself).
+copy. acks=0 gets no response; acks=1 answers once the leader appended; acks=all waits
+in purgatory until the high watermark passes the batch (every ISR member has it), or
+answers REQUEST_TIMED_OUT after the request's ``timeout_ms`` (the batch stays in the
+log: the producer's retry is then deduplicated when it is idempotent).
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
@@ -28,11 +32,26 @@ def _partition_response(index: int, result) -> object:
     )
 
 
+async def _wait_for_isr(broker, topic: str, partitions: list, results: list, timeout_ms: int):
+    """acks=all: each appended partition's answer once its ISR has the batch."""
+    deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+    waits = {
+        index: broker.replica_manager.wait_for_isr(
+            topic, partition.index, result.info.last_offset + 1, deadline
+        )
+        for index, (partition, result) in enumerate(zip(partitions, results, strict=True))
+        if result.error == ErrorCode.NONE and result.info is not None
+    }
+    for index, code in zip(waits, await asyncio.gather(*waits.values()), strict=True):
+        if code != ErrorCode.NONE:
+            results[index] = broker.replica_manager_error(code)
+
+
 async def handle_produce(broker, header, request, context):
     acks = request.acks
     responses = []
     for topic in request.topic_data:
-        partitions = []
+        results = []
         for data in topic.partition_data:
             if acks not in (0, 1, -1):
                 result = broker.replica_manager_error(ErrorCode.INVALID_REQUIRED_ACKS)
@@ -47,7 +66,15 @@ async def handle_produce(broker, header, request, context):
                 result = broker.replica_manager.append(
                     topic.name, data.index, data.records, acks=acks
                 )
-            partitions.append(_partition_response(data.index, result))
+            results.append(result)
+        if acks == -1:
+            await _wait_for_isr(
+                broker, topic.name, topic.partition_data, results, request.timeout_ms
+            )
+        partitions = [
+            _partition_response(data.index, result)
+            for data, result in zip(topic.partition_data, results, strict=True)
+        ]
         responses.append(
             ProduceResponse.TopicProduceResponse(name=topic.name, partition_responses=partitions)
         )

@@ -1,0 +1,303 @@
+"""Replica fetchers: a follower copies its partitions from their leaders (seed 000 复制,
+seed 004 副本同步).
+
+One fetcher per (leader broker, fetcher id) with ``num.replica.fetchers`` ids; a
+partition goes to fetcher ``(31 * hash(topic) + partition) % num.replica.fetchers`` of
+its leader, so a leader's partitions spread over that many connections. A fetcher
+loops over one connection:
+
+1. partitions that just became followers first find where their log diverges from the
+   leader's: OffsetForLeaderEpoch with the latest epoch of the follower's log, then
+   truncation to min(the leader's end offset for that epoch, the follower's end offset
+   for the epoch the leader answered), never by high watermark unless the log has no
+   epoch at all (seed 003 四.5 Leader Epoch);
+2. then Fetch with the broker's replica id from each log end offset; whole batches are
+   appended as they are (offsets and epochs assigned by the leader), and the follower's
+   high watermark becomes min(leader's, own log end offset).
+
+A partition the leader no longer leads (or leads in another epoch) waits for the
+controller's next LeaderAndIsr; a lost connection is retried with back-off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tidelog.admin.async_connection import AsyncBrokerConnection
+from tidelog.protocol import ApiKey
+from tidelog.protocol.errors import ErrorCode
+from tidelog.records.errors import RecordsError
+from tidelog.storage.errors import StorageError
+
+__all__ = ["FetcherConfig", "ReplicaFetcher", "fetcher_id"]
+
+logger = logging.getLogger(__name__)
+
+FETCH_VERSION = 12  # topic names, replica id in the body, current leader epoch
+OFFSET_FOR_LEADER_EPOCH_VERSION = 3
+CONNECTION_ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError)
+# The leader moved or has not heard of the new epoch yet: wait for LeaderAndIsr.
+WAIT_FOR_CONTROLLER = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.FENCED_LEADER_EPOCH,
+    ErrorCode.UNKNOWN_LEADER_EPOCH,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.UNKNOWN_TOPIC_ID,
+    ErrorCode.KAFKA_STORAGE_ERROR,
+}
+
+TopicPartition = tuple[str, int]
+
+
+def fetcher_id(topic: str, partition: int, fetchers: int) -> int:
+    """Which of a leader's fetchers copies this partition: Kafka's spread, in Java's
+    32-bit arithmetic (topic names are ASCII, so characters are UTF-16 code units)."""
+    value = 0
+    for char in topic:
+        value = (31 * value + ord(char)) & 0xFFFFFFFF
+    value = (31 * value + partition) & 0xFFFFFFFF
+    signed = value - (1 << 32) if value & 0x80000000 else value
+    return (0 if signed == -(1 << 31) else abs(signed)) % fetchers
+
+
+@dataclass(frozen=True)
+class FetcherConfig:
+    replica_id: int
+    max_wait_ms: int  # replica.fetch.wait.max.ms
+    min_bytes: int  # replica.fetch.min.bytes
+    partition_max_bytes: int  # replica.fetch.max.bytes
+    response_max_bytes: int  # replica.fetch.response.max.bytes
+    backoff_ms: int  # replica.fetch.backoff.ms
+    socket_timeout_ms: int  # replica.socket.timeout.ms
+
+
+@dataclass
+class _FetchState:
+    leader_epoch: int
+    truncating: bool = True  # must find its divergence point before fetching
+    delayed_until: float = 0.0
+
+
+class ReplicaFetcher:
+    """Copies a set of partitions from one leader broker, as described above.
+
+    ``follower`` is the replica manager: it owns the partitions and applies what the
+    fetcher learns (``follower_log``, ``append_as_follower``, ``truncate_follower``,
+    ``follower_start_at``)."""
+
+    def __init__(
+        self,
+        leader: int,
+        endpoint: Callable[[], tuple[str, int] | None],
+        follower,
+        config: FetcherConfig,
+    ):
+        self.leader = leader
+        self._endpoint = endpoint
+        self._follower = follower
+        self._config = config
+        self._partitions: dict[TopicPartition, _FetchState] = {}
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._connection: AsyncBrokerConnection | None = None
+
+    @property
+    def partitions(self) -> set[TopicPartition]:
+        return set(self._partitions)
+
+    def add(self, topic: str, partition: int, leader_epoch: int) -> None:
+        self._partitions[(topic, partition)] = _FetchState(leader_epoch)
+        self._changed.set()
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"replica-fetcher-{self.leader}")
+
+    def remove(self, topic: str, partition: int) -> None:
+        self._partitions.pop((topic, partition), None)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        self._disconnect()
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        backoff = self._config.backoff_ms / 1000
+        while True:
+            ready = self._ready()
+            if not ready:
+                await self._wait_for_change(self._next_wake())
+                continue
+            try:
+                truncating = [tp for tp in ready if self._partitions[tp].truncating]
+                if truncating:
+                    await self._truncate(truncating)
+                else:
+                    await self._fetch(ready)
+            except CONNECTION_ERRORS as error:
+                logger.info("replica fetcher for broker %d: %s; retrying", self.leader, error)
+                self._disconnect()
+                await asyncio.sleep(backoff)
+
+    def _ready(self) -> list[TopicPartition]:
+        now = asyncio.get_running_loop().time()
+        return [tp for tp, state in self._partitions.items() if state.delayed_until <= now]
+
+    def _next_wake(self) -> float | None:
+        if not self._partitions:
+            return None
+        now = asyncio.get_running_loop().time()
+        return max(0.0, min(s.delayed_until for s in self._partitions.values()) - now)
+
+    async def _wait_for_change(self, timeout: float | None) -> None:
+        self._changed.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._changed.wait()
+
+    def _delay(self, key: TopicPartition) -> None:
+        state = self._partitions.get(key)
+        if state is not None:
+            loop_time = asyncio.get_running_loop().time()
+            state.delayed_until = loop_time + self._config.backoff_ms / 1000
+
+    async def _connect(self) -> AsyncBrokerConnection:
+        if self._connection is None:
+            endpoint = self._endpoint()
+            if endpoint is None:
+                raise ConnectionError(f"no endpoint known for broker {self.leader}")
+            async with asyncio.timeout(self._config.socket_timeout_ms / 1000):
+                self._connection = await AsyncBrokerConnection.open(
+                    *endpoint, client_id=f"broker-{self._config.replica_id}-fetcher"
+                )
+        return self._connection
+
+    def _disconnect(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    async def _request(self, api_key: ApiKey, version: int, body: dict):
+        connection = await self._connect()
+        # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancellation.
+        async with asyncio.timeout(
+            (self._config.socket_timeout_ms + self._config.max_wait_ms) / 1000
+        ):
+            return await connection.request(api_key, version, body)
+
+    # -- truncation by leader epoch -------------------------------------------------------------
+
+    async def _truncate(self, keys: list[TopicPartition]) -> None:
+        topics: dict[str, list] = {}
+        asked = {}
+        for topic, partition in keys:
+            log = self._follower.follower_log(topic, partition)
+            if log is None:
+                self._partitions.pop((topic, partition), None)
+                continue
+            asked[(topic, partition)] = log.latest_epoch
+            topics.setdefault(topic, []).append(
+                {
+                    "partition": partition,
+                    "current_leader_epoch": self._partitions[(topic, partition)].leader_epoch,
+                    "leader_epoch": log.latest_epoch,
+                }
+            )
+        if not topics:
+            return
+        response = await self._request(
+            ApiKey.OFFSET_FOR_LEADER_EPOCH,
+            OFFSET_FOR_LEADER_EPOCH_VERSION,
+            {
+                "replica_id": self._config.replica_id,
+                "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
+            },
+        )
+        for topic in response.topics:
+            for answer in topic.partitions:
+                key = (topic.topic, answer.partition)
+                state = self._partitions.get(key)
+                if state is None or key not in asked:
+                    continue
+                if answer.error_code != ErrorCode.NONE:
+                    self._delay(key)
+                    continue
+                self._follower.truncate_follower(
+                    *key, asked[key], answer.leader_epoch, answer.end_offset
+                )
+                state.truncating = False
+
+    # -- fetching -------------------------------------------------------------------------------
+
+    async def _fetch(self, keys: list[TopicPartition]) -> None:
+        topics: dict[str, list] = {}
+        offsets = {}
+        for topic, partition in keys:
+            log = self._follower.follower_log(topic, partition)
+            if log is None:
+                self._partitions.pop((topic, partition), None)
+                continue
+            offsets[(topic, partition)] = log.log_end_offset
+            topics.setdefault(topic, []).append(
+                {
+                    "partition": partition,
+                    "current_leader_epoch": self._partitions[(topic, partition)].leader_epoch,
+                    "fetch_offset": log.log_end_offset,
+                    "log_start_offset": log.log_start_offset,
+                    "partition_max_bytes": self._config.partition_max_bytes,
+                }
+            )
+        if not topics:
+            return
+        response = await self._request(
+            ApiKey.FETCH,
+            FETCH_VERSION,
+            {
+                "replica_id": self._config.replica_id,
+                "max_wait_ms": self._config.max_wait_ms,
+                "min_bytes": self._config.min_bytes,
+                "max_bytes": self._config.response_max_bytes,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            },
+        )
+        if response.error_code != ErrorCode.NONE:
+            for key in offsets:
+                self._delay(key)
+            return
+        for topic in response.responses:
+            for data in topic.partitions:
+                key = (topic.topic, data.partition_index)
+                if key in offsets and key in self._partitions:
+                    self._apply(key, offsets[key], data)
+
+    def _apply(self, key: TopicPartition, fetch_offset: int, data) -> None:
+        code = data.error_code
+        if code == ErrorCode.NONE:
+            try:
+                self._follower.append_as_follower(
+                    *key, fetch_offset, data.records, data.high_watermark, data.log_start_offset
+                )
+            except (RecordsError, StorageError) as error:
+                logger.error("replica %s-%d: cannot append from the leader: %s", *key, error)
+                self._delay(key)
+        elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            if fetch_offset < data.log_start_offset:
+                # The leader deleted what we lack: start over at its log start.
+                self._follower.follower_start_at(*key, data.log_start_offset)
+            else:
+                self._partitions[key].truncating = True  # find the divergence again
+        else:
+            if code not in WAIT_FOR_CONTROLLER:
+                logger.warning("replica %s-%d: fetch error %s", *key, ErrorCode(code).name)
+            self._delay(key)

@@ -1,0 +1,113 @@
+"""A broker's controlled shutdown (seed 000, 003 四.4): before it stops, it asks the
+controller to move its leaderships away, so clients fail over at once instead of after
+the ZooKeeper session timeout.
+
+ControlledShutdown v3 (what Kafka 3.9's brokers send) carries the broker epoch, the
+czxid of its ``/brokers/ids`` registration. The controller is the one ``/controller``
+names now; its endpoint comes from the metadata cache, else from ZooKeeper. An attempt
+fails when the controller cannot be reached or answers an error or partitions the
+broker still leads; ``controlled.shutdown.max.retries`` attempts are made,
+``controlled.shutdown.retry.backoff.ms`` apart. The broker shuts down either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from tidelog.admin.async_connection import AsyncBrokerConnection
+from tidelog.controller.requests import inter_broker_endpoint
+from tidelog.controller.zk_client import SESSION_ERRORS
+from tidelog.protocol import ApiKey, MalformedMessageError, request_class
+from tidelog.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from tidelog.server.broker import Broker
+
+__all__ = ["CONTROLLED_SHUTDOWN_VERSION", "shut_down_controlled"]
+
+logger = logging.getLogger(__name__)
+
+CONTROLLED_SHUTDOWN_VERSION = 3
+UNKNOWN_BROKER_EPOCH = -1
+ControlledShutdownRequest = request_class(ApiKey.CONTROLLED_SHUTDOWN)
+# An attempt that fails with one of these is made again.
+ATTEMPT_ERRORS = (
+    OSError,
+    asyncio.IncompleteReadError,
+    asyncio.TimeoutError,
+    MalformedMessageError,
+    *SESSION_ERRORS,
+)
+
+TopicPartition = tuple[str, int]
+
+
+class ControllerUnavailableError(Exception):
+    """No controller, or none reachable on the inter-broker listener."""
+
+
+async def shut_down_controlled(broker: Broker) -> bool:
+    """Ask the controller until it moved every leadership of ``broker`` it could; True
+    when it did."""
+    config = broker.config
+    attempts = max(config["controlled.shutdown.max.retries"], 1)
+    for attempt in range(1, attempts + 1):
+        try:
+            error, remaining = await _ask_controller(broker)
+        except (ControllerUnavailableError, *ATTEMPT_ERRORS) as failure:
+            logger.warning("controlled shutdown attempt %d failed: %r", attempt, failure)
+        else:
+            if error == ErrorCode.NONE and not remaining:
+                logger.info("controlled shutdown of broker %d succeeded", broker.broker_id)
+                return True
+            logger.warning(
+                "controlled shutdown attempt %d: error %s, still leading %s",
+                attempt,
+                error.name,
+                remaining[:10],
+            )
+        if attempt < attempts:
+            await asyncio.sleep(config["controlled.shutdown.retry.backoff.ms"] / 1000)
+    logger.warning("all controlled shutdown attempts failed; shutting down anyway")
+    return False
+
+
+async def _ask_controller(broker: Broker) -> tuple[ErrorCode, list[TopicPartition]]:
+    epoch = await asyncio.to_thread(broker.zk.broker_epoch, broker.broker_id)
+    epoch = UNKNOWN_BROKER_EPOCH if epoch is None else epoch
+    controller_id = await asyncio.to_thread(broker.zk.controller_id)
+    if controller_id is None:
+        raise ControllerUnavailableError("no controller")
+    if controller_id == broker.broker_id:
+        return await broker.controller.controlled_shutdown(broker.broker_id, epoch)
+    host, port = await _endpoint_of(broker, controller_id)
+    timeout = broker.config["controller.socket.timeout.ms"] / 1000
+    connection = await asyncio.wait_for(
+        AsyncBrokerConnection.open(host, port, client_id=f"broker-{broker.broker_id}"), timeout
+    )
+    try:
+        response = await asyncio.wait_for(
+            connection.request(
+                ApiKey.CONTROLLED_SHUTDOWN,
+                CONTROLLED_SHUTDOWN_VERSION,
+                ControlledShutdownRequest(broker_id=broker.broker_id, broker_epoch=epoch),
+            ),
+            timeout,
+        )
+    finally:
+        connection.close()
+    remaining = [(p.topic_name, p.partition_index) for p in response.remaining_partitions]
+    return ErrorCode(response.error_code), remaining
+
+
+async def _endpoint_of(broker: Broker, broker_id: int) -> tuple[str, int]:
+    listener = broker.config["inter.broker.listener.name"]
+    registration = broker.metadata.brokers.get(broker_id)
+    if registration is None:
+        registration = (await asyncio.to_thread(broker.zk.live_brokers)).get(broker_id)
+    endpoint = None if registration is None else inter_broker_endpoint(registration, listener)
+    if endpoint is None:
+        raise ControllerUnavailableError(f"controller {broker_id} has no endpoint on {listener}")
+    return endpoint
