@@ -1,20 +1,25 @@
 """``make bench``: tidelog side by side with Apache Kafka on this machine, in one run.
 
-One ZooKeeper serves both systems (a chroot per broker session). Broker sessions
+One ZooKeeper serves both systems (a chroot per session). Single-broker sessions
 alternate A B B A (Kafka, tidelog, tidelog, Kafka) so that drift of the machine (page
-cache, thermal, other load) falls on both; only one broker runs at a time and nothing is
-pinned. Each session runs S1 (produce), S2 (consume), S3 (end-to-end latency) and S6
-(RSS); S4 (1,000 partitions) and S5 (compaction) run once per system, in its first
-session. The same load generators run unchanged against both: Kafka's
-``kafka-producer-perf-test`` and ours (``bench/loadgen.py``, confluent-kafka).
+cache, thermal, other load) falls on both; only one system runs at a time and nothing is
+pinned. Each runs S1 (produce), S2 (consume), S3 (end-to-end latency) and S6 (RSS); S4
+(1,000 partitions) and S5 (compaction) run once per system, in its first session. Then
+come the cluster sessions, alternating the same way: three brokers of one system run S7
+(replicated produce: 6 partitions, RF=3, acks=all and acks=1) and S8 (failover time
+after a kill -9 of a partition leader). The same load generators run unchanged against
+both: Kafka's ``kafka-producer-perf-test`` and ours (``bench/loadgen.py``,
+confluent-kafka).
 
 Writes ``bench/results/<UTC date>-<short commit>.md`` and PNG plots next to it.
-Usage: ``python bench/compare.py [--quick] [--sessions N] [--profile]``.
+Usage: ``python bench/compare.py [--quick] [--sessions N] [--cluster-sessions N]
+[--profile]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -28,6 +33,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +67,16 @@ BROKER_SETTINGS = {
     "log.cleaner.dedupe.buffer.size": str(64 * 1024 * 1024),
     "log.cleaner.backoff.ms": "1000",
 }
+# What a cluster session adds: the ZooKeeper session timeout decides how soon a kill -9'd
+# broker is noticed (S8), so it is stated here although it is also BrokerProcess's
+# default; the short retry backoff only speeds up stopping the cluster, whose last broker
+# has nobody to hand its leaderships to (no figure depends on it).
+CLUSTER_SIZE = 3
+CLUSTER_SETTINGS = {
+    "zookeeper.session.timeout.ms": "6000",
+    "controlled.shutdown.retry.backoff.ms": "100",
+}
+REPLICATED_TOPIC = {"min.insync.replicas": "2"}
 COMPACTED_TOPIC = {
     "cleanup.policy": "compact",
     "min.cleanable.dirty.ratio": "0.01",
@@ -83,7 +99,10 @@ class Scale:
     s5_segment_ms: int  # rolls the last segment so that the cleaner may take it
     s5_timeout_s: float
     s5_stable_s: float
+    s7_megabytes: int  # per acks setting and tool
+    s8_failovers: int
     sessions: int
+    cluster_sessions: int
 
 
 FULL = Scale(
@@ -98,7 +117,10 @@ FULL = Scale(
     s5_segment_ms=10_000,
     s5_timeout_s=240,
     s5_stable_s=20,
+    s7_megabytes=100,
+    s8_failovers=3,
     sessions=4,
+    cluster_sessions=2,
 )
 QUICK = Scale(
     s1_megabytes=4,
@@ -112,10 +134,15 @@ QUICK = Scale(
     s5_segment_ms=2_000,
     s5_timeout_s=60,
     s5_stable_s=4,
+    s7_megabytes=4,
+    s8_failovers=1,
     sessions=2,
+    cluster_sessions=2,
 )
 
 S1_CASES = [(size, codec) for size in (100, 1024) for codec in ("none", "lz4")]
+S7_ACKS = ("all", "1")
+S7_PARTITIONS = 6
 
 
 # --------------------------------------------------------------------------------------
@@ -135,16 +162,16 @@ def cpu_seconds(pid: int) -> float:
 
 
 class PeakRss:
-    """Samples the RSS of ``pid`` every 100 ms while in use."""
+    """Samples the summed RSS of ``pids`` every 100 ms while in use."""
 
-    def __init__(self, pid: int):
-        self.pid, self.peak = pid, 0.0
+    def __init__(self, pids: list[int]):
+        self.pids, self.peak = pids, 0.0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._done.wait(0.1):
-            self.peak = max(self.peak, rss_mb(self.pid))
+            self.peak = max(self.peak, sum(rss_mb(pid) for pid in self.pids))
 
     def __enter__(self) -> PeakRss:
         self._thread.start()
@@ -165,16 +192,35 @@ def partition_bytes(log_dirs: list[Path], topic: str, partition: int = 0) -> int
 
 
 # --------------------------------------------------------------------------------------
-# One broker session
+# One session: one system's brokers on their own chroot
+
+
+def wait_until(check, what: str, timeout: float = 120):
+    """Poll ``check`` every 50 ms until it returns something true, which is returned."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := check():
+            return value
+        time.sleep(0.05)
+    raise TimeoutError(f"{what}: not after {timeout} s")
 
 
 class Session:
-    def __init__(self, system: str, number: int, work: Path, zookeeper: str):
+    """One broker (S1-S6) or a cluster of ``size`` brokers, ids 1..size (S7, S8); topics
+    are created with as many replicas as there are brokers."""
+
+    def __init__(self, system: str, number: int, work: Path, zookeeper: str, size: int = 1):
         name = f"{system}-{number}"
         connect = f"{zookeeper}/{name}"
         cls = KafkaBroker if system == "kafka" else BrokerProcess
+        settings = BROKER_SETTINGS | (CLUSTER_SETTINGS if size > 1 else {})
         self.system, self.number = system, number
-        self.broker = cls(work / name, connect, overrides=dict(BROKER_SETTINGS))
+        self.directory = work / name
+        self.brokers = {
+            i: cls(self.directory / f"broker-{i}", connect, broker_id=i, overrides=dict(settings))
+            for i in range(1, size + 1)
+        }
+        self.broker = self.brokers[1]
         self.work = work
         self.admin: AdminClient | None = None
         self.rows: list[dict] = []
@@ -183,6 +229,20 @@ class Session:
     @property
     def pid(self) -> int:
         return self.broker.process.pid
+
+    @property
+    def pids(self) -> list[int]:
+        return [b.process.pid for b in self.brokers.values()]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def cpu_seconds(self) -> float:
+        """CPU time of the brokers so far, summed (a killed broker counts no more)."""
+        return sum(
+            cpu_seconds(b.process.pid) for b in self.brokers.values() if b.process.poll() is None
+        )
 
     def record(self, scenario: str, case: str, tool: str, metric: str, value, unit: str):
         self.rows.append(
@@ -200,28 +260,60 @@ class Session:
         print(f"  {self.system}#{self.number} {scenario} {case} {tool} {metric}: {value}")
 
     def create_topic(self, name: str, partitions: int = 1, configs: dict | None = None):
-        topic = NewTopic(name, partitions, 1, config=configs or {})
+        """Create with a replica on every broker; return once every partition has a
+        leader and a full ISR."""
+        topic = NewTopic(name, partitions, len(self.brokers), config=configs or {})
         self.admin.create_topics([topic], operation_timeout=60)[name].result(120)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            metadata = self.admin.list_topics(name, timeout=10).topics.get(name)
-            if (
-                metadata
-                and metadata.error is None
-                and len(metadata.partitions) == partitions
-                and all(p.leader >= 0 for p in metadata.partitions.values())
-            ):
-                return
-            time.sleep(0.05)
-        raise TimeoutError(f"{name}: partitions without a leader after 120 s")
+        wait_until(
+            lambda: self.fully_replicated(name, partitions), f"{name}: leaders and full ISRs"
+        )
+
+    def partitions(self, topic: str) -> dict:
+        """Partition id → librdkafka's PartitionMetadata (leader, replicas, isrs)."""
+        metadata = self.admin.list_topics(topic, timeout=10).topics.get(topic)
+        return metadata.partitions if metadata and metadata.error is None else {}
+
+    def fully_replicated(self, topic: str, partitions: int) -> bool:
+        found = self.partitions(topic).values()
+        return len(found) == partitions and all(
+            p.leader >= 0 and len(p.isrs) == len(self.brokers) for p in found
+        )
+
+    def all_brokers_known(self) -> bool:
+        return len(self.admin.list_topics(timeout=10).brokers) == len(self.brokers)
 
     def start(self) -> None:
-        self.broker.start()
-        self.admin = AdminClient({"bootstrap.servers": self.broker.bootstrap})
+        with ThreadPoolExecutor(len(self.brokers)) as pool:  # JVMs start slowly
+            list(pool.map(BrokerProcess.start, self.brokers.values()))
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        wait_until(self.all_brokers_known, "every broker in the metadata")
 
     def stop(self) -> None:
-        self.admin = None  # librdkafka would keep reconnecting to the stopped broker
-        self.broker.stop()
+        """SIGTERM each broker in turn. One that does not exit in time has been killed by
+        then: say so with its log's tail and go on, the figures are already taken."""
+        self.admin = None  # librdkafka would keep reconnecting to the stopped brokers
+        for broker_id, broker in self.brokers.items():
+            try:
+                broker.stop()
+            except subprocess.TimeoutExpired as error:
+                tail = "\n".join(broker.log().splitlines()[-20:])
+                print(
+                    f"WARNING {self.system}#{self.number} broker {broker_id}: {error}, "
+                    f"killed; its log ends with:\n{tail}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+    def __enter__(self) -> Session:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.stop()
 
 
 # --------------------------------------------------------------------------------------
@@ -233,7 +325,9 @@ _PERF_LINE = re.compile(
 )
 
 
-def producer_perf_test(bootstrap: str, topic: str, count: int, size: int, codec: str) -> dict:
+def producer_perf_test(
+    bootstrap: str, topic: str, count: int, size: int, codec: str, acks: str = "1"
+) -> loadgen.Result:
     command = [
         find_java(),
         *PERF_TEST_JVM,
@@ -250,7 +344,7 @@ def producer_perf_test(bootstrap: str, topic: str, count: int, size: int, codec:
         "-1",
         "--producer-props",
         f"bootstrap.servers={bootstrap}",
-        "acks=1",
+        f"acks={acks}",
         "batch.size=65536",
         "linger.ms=5",
         f"compression.type={codec}",
@@ -260,67 +354,101 @@ def producer_perf_test(bootstrap: str, topic: str, count: int, size: int, codec:
     if done.returncode != 0 or not matches:
         raise RuntimeError(f"kafka-producer-perf-test failed:\n{done.stdout}\n{done.stderr}")
     sent, per_s, _mib, _avg, _max, p50, _p95, p99, p999 = matches[-1]
-    return {
-        "records_per_s": float(per_s),
-        "mb_per_s": float(per_s) * size / loadgen.MB,
-        "p50": float(p50),
-        "p99": float(p99),
-        "p99.9": float(p999),
-    }
+    latency = {"p50": float(p50), "p99": float(p99), "p99.9": float(p999)}
+    return loadgen.Result(int(sent), int(sent) * size, int(sent) / float(per_s), latency)
+
+
+@dataclass(frozen=True)
+class ProduceCase:
+    name: str  # prefix of its topics and profiles
+    label: str  # the report's "case"
+    size: int
+    codec: str = "none"
+    acks: str = "1"
+    partitions: int = 1
+
+
+def record_rates(session: Session, scenario: str, case: str, tool: str, result) -> None:
+    session.record(scenario, case, tool, "throughput", result.mb_per_s, "MB/s")
+    session.record(scenario, case, tool, "records", result.records_per_s, "rec/s")
+
+
+def record_acks(session: Session, scenario: str, case: str, tool: str, result) -> None:
+    for p in ("p50", "p99"):
+        session.record(scenario, case, tool, f"ack {p}", result.latency_ms.get(p), "ms")
+
+
+def record_cpu(session: Session, scenario: str, case: str, cpu: float, result) -> None:
+    """Broker CPU seconds (all of the session's brokers) per GB the client moved."""
+    session.record(scenario, case, "loadgen", "broker CPU", cpu / (result.bytes / 1e9), "CPU-s/GB")
+
+
+def produce_with_both_tools(
+    session: Session,
+    scenario: str,
+    case: ProduceCase,
+    count: int,
+    configs: dict | None = None,
+    profile: Path | None = None,
+) -> str:
+    """``count`` records by kafka-producer-perf-test, then by loadgen (its broker CPU
+    measured), each into a fresh topic; returns loadgen's topic."""
+    perf_topic, loadgen_topic = f"{case.name}-perf", f"{case.name}-loadgen"
+    session.create_topic(perf_topic, case.partitions, configs)
+    perf = producer_perf_test(
+        session.bootstrap, perf_topic, count, case.size, case.codec, case.acks
+    )
+    record_rates(session, scenario, case.label, "perf-test", perf)
+    record_acks(session, scenario, case.label, "perf-test", perf)
+    session.create_topic(loadgen_topic, case.partitions, configs)
+    cpu = session.cpu_seconds()
+    spy = start_profile(session, profile, case.name)
+    result = loadgen.produce(
+        session.bootstrap,
+        loadgen_topic,
+        count,
+        case.size,
+        compression=case.codec,
+        partitions=case.partitions,
+        acks=case.acks,
+    )
+    stop_profile(spy)
+    cpu = session.cpu_seconds() - cpu
+    record_rates(session, scenario, case.label, "loadgen", result)
+    record_acks(session, scenario, case.label, "loadgen", result)
+    record_cpu(session, scenario, case.label, cpu, result)
+    return loadgen_topic
 
 
 def s1_produce(session: Session, scale: Scale, profile: Path | None) -> dict:
     """Returns the record counts of the loadgen topics for S2."""
     counts = {}
-    with PeakRss(session.pid) as peak:
+    with PeakRss(session.pids) as peak:
         for size, codec in S1_CASES:
-            case = f"{size}B {codec}"
+            case = ProduceCase(f"s1-{size}-{codec}", f"{size}B {codec}", size, codec)
             count = scale.s1_megabytes * loadgen.MB // size
-            topic = f"s1-perf-{size}-{codec}"
-            session.create_topic(topic)
-            perf = producer_perf_test(session.broker.bootstrap, topic, count, size, codec)
-            session.record("S1", case, "perf-test", "throughput", perf["mb_per_s"], "MB/s")
-            session.record("S1", case, "perf-test", "records", perf["records_per_s"], "rec/s")
-            for p in ("p50", "p99"):
-                session.record("S1", case, "perf-test", f"ack {p}", perf[p], "ms")
-            topic = f"s1-loadgen-{size}-{codec}"
-            session.create_topic(topic)
-            cpu = cpu_seconds(session.pid)
-            spy = start_profile(session, profile, f"s1-{size}-{codec}")
-            bootstrap = session.broker.bootstrap
-            result = loadgen.produce(bootstrap, topic, count, size, compression=codec)
-            stop_profile(spy)
-            cpu = cpu_seconds(session.pid) - cpu
+            topic = produce_with_both_tools(session, "S1", case, count, profile=profile)
             counts[(size, codec)] = (topic, count)
-            session.record("S1", case, "loadgen", "throughput", result.mb_per_s, "MB/s")
-            session.record("S1", case, "loadgen", "records", result.records_per_s, "rec/s")
-            for p, value in result.latency_ms.items():
-                if p != "p99.9":
-                    session.record("S1", case, "loadgen", f"ack {p}", value, "ms")
-            session.record(
-                "S1", case, "loadgen", "broker CPU", cpu / (result.bytes / 1e9), "CPU-s/GB"
-            )
     session.record("S6", "under S1", "-", "peak RSS", peak.peak, "MB")
     return counts
 
 
 def s2_consume(session: Session, counts: dict, profile: Path | None) -> None:
     for (size, codec), (topic, count) in counts.items():
-        cpu = cpu_seconds(session.pid)
+        cpu = session.cpu_seconds()
         spy = start_profile(session, profile, f"s2-{size}-{codec}")
-        result = loadgen.consume(session.broker.bootstrap, topic, count)
+        result = loadgen.consume(session.bootstrap, topic, count)
         stop_profile(spy)
-        cpu = cpu_seconds(session.pid) - cpu
+        cpu = session.cpu_seconds() - cpu
         case = f"{size}B {codec}"
-        session.record("S2", case, "loadgen", "throughput", result.mb_per_s, "MB/s")
-        session.record("S2", case, "loadgen", "records", result.records_per_s, "rec/s")
-        session.record("S2", case, "loadgen", "broker CPU", cpu / (result.bytes / 1e9), "CPU-s/GB")
+        record_rates(session, "S2", case, "loadgen", result)
+        record_cpu(session, "S2", case, cpu, result)
 
 
 def s3_latency(session: Session, scale: Scale) -> None:
     session.create_topic("s3-latency")
     result, latencies = loadgen.end_to_end(
-        session.broker.bootstrap,
+        session.bootstrap,
         "s3-latency",
         rate_mb=scale.s3_rate_mb,
         size=1024,
@@ -348,7 +476,7 @@ def s4_partitions(session: Session, scale: Scale) -> None:
     for p, value in loadgen.percentiles(timings, (50, 99)).items():
         session.record("S4", case, "admin", f"metadata {p}", value, "ms")
     count = scale.s4_megabytes * loadgen.MB // 1024
-    result = loadgen.produce(session.broker.bootstrap, "s4-many", count, 1024, partitions=n)
+    result = loadgen.produce(session.bootstrap, "s4-many", count, 1024, partitions=n)
     session.record("S4", case, "loadgen", "throughput", result.mb_per_s, "MB/s")
 
 
@@ -366,7 +494,7 @@ def s5_compaction(session: Session, scale: Scale) -> None:
     }
     session.create_topic(topic, 1, configs)
     count = keys * scale.s5_values_per_key
-    result = loadgen.produce(session.broker.bootstrap, topic, count, 100, keys=keys)
+    result = loadgen.produce(session.bootstrap, topic, count, 100, keys=keys)
     session.record("S5", case, "loadgen", "produce", result.mb_per_s, "MB/s")
     time.sleep(scale.s5_segment_ms / 1000 + 1)  # let the last segment roll
     log_dirs = session.broker.log_dirs
@@ -395,6 +523,54 @@ def s5_compaction(session: Session, scale: Scale) -> None:
     )
 
 
+def s7_replicated_produce(session: Session, scale: Scale) -> None:
+    """Both tools at acks=all and acks=1 into 6-partition RF=3 topics; peak summed RSS."""
+    count = scale.s7_megabytes * loadgen.MB // 1024
+    with PeakRss(session.pids) as peak:
+        for acks in S7_ACKS:
+            label = f"{S7_PARTITIONS}p RF={CLUSTER_SIZE} 1KiB acks={acks}"
+            case = ProduceCase(f"s7-acks-{acks}", label, 1024, acks=acks, partitions=S7_PARTITIONS)
+            produce_with_both_tools(session, "S7", case, count, REPLICATED_TOPIC)
+    session.record("S7", "during S7", "-", f"peak RSS, sum of {CLUSTER_SIZE}", peak.peak, "MB")
+
+
+def kill_leader(session: Session, topic: str, producer: loadgen.PacedProducer) -> tuple:
+    """kill -9 the leader of ``topic``-0 while ``producer`` writes to it; returns the
+    killed broker's id and the seconds from the kill to the first acknowledgement of a
+    record sent after it."""
+    producer.first_ack_after(time.perf_counter())  # acknowledgements are flowing
+    leader = session.partitions(topic)[0].leader
+    killed_at = time.perf_counter()
+    session.brokers[leader].kill()
+    return leader, producer.first_ack_after(killed_at)
+
+
+def rejoin(session: Session, topic: str, broker_id: int) -> None:
+    """Start a killed broker again once its registration is gone; wait for a full ISR."""
+    wait_until(
+        lambda: broker_id not in session.admin.list_topics(timeout=10).brokers,
+        f"broker {broker_id}'s ZooKeeper session expired",
+    )
+    session.brokers[broker_id].start()
+    wait_until(lambda: session.fully_replicated(topic, 1), f"{topic}: full ISR again")
+
+
+def s8_failover(session: Session, scale: Scale) -> None:
+    topic = "s8-failover"
+    timeout = CLUSTER_SETTINGS["zookeeper.session.timeout.ms"]
+    case = f"kill -9 leader, zk session {timeout} ms"
+    session.create_topic(topic, 1, REPLICATED_TOPIC)
+    times = []
+    with loadgen.PacedProducer(session.bootstrap, topic) as producer:
+        for repeat in range(1, scale.s8_failovers + 1):
+            killed, seconds = kill_leader(session, topic, producer)
+            times.append(seconds)
+            session.record("S8", case, "loadgen", "failover time", seconds, "s")
+            if repeat < scale.s8_failovers:
+                rejoin(session, topic, killed)
+    session.record("S8", case, "loadgen", "failover median", statistics.median(times), "s")
+
+
 def start_profile(session: Session, profile: Path | None, name: str):
     if profile is None or session.system != "tidelog":
         return None
@@ -415,8 +591,7 @@ def stop_profile(spy: subprocess.Popen | None) -> None:
 
 def run_session(session: Session, scale: Scale, first: bool, profile: Path | None) -> None:
     print(f"== {session.system} session {session.number}", flush=True)
-    session.start()
-    try:
+    with session:
         time.sleep(2)
         session.record("S6", "idle", "-", "RSS", rss_mb(session.pid), "MB")
         counts = s1_produce(session, scale, profile)
@@ -425,10 +600,15 @@ def run_session(session: Session, scale: Scale, first: bool, profile: Path | Non
         if first:
             s4_partitions(session, scale)
             s5_compaction(session, scale)
-        # Replicated (3 brokers, RF=3, acks=all) and consumer-group scenarios go here,
-        # added with replication and groups: each as one more s<N>_<name>(session, scale).
-    finally:
-        session.stop()
+        # Consumer-group scenarios go here, added with groups: each as one more
+        # s<N>_<name>(session, scale).
+
+
+def run_cluster_session(session: Session, scale: Scale) -> None:
+    print(f"== {session.system} cluster session {session.number}", flush=True)
+    with session:
+        s7_replicated_produce(session, scale)
+        s8_failover(session, scale)
 
 
 # --------------------------------------------------------------------------------------
@@ -597,8 +777,19 @@ def write_report(
         "- S5 topic: "
         + ", ".join(f"`{k}={v}`" for k, v in COMPACTED_TOPIC.items())
         + f", `segment.bytes={scale.s5_segment_bytes}`, `segment.ms={scale.s5_segment_ms}`",
-        "- producers: acks=1, batch.size=65536, linger.ms=5 (S3: linger.ms=1), "
-        "idempotence off; consumers: assign() from offset 0, no group",
+        "- producers: acks=1 (S7: acks=all and acks=1), batch.size=65536, linger.ms=5 "
+        "(S3: linger.ms=1), idempotence off; consumers: assign() from offset 0, no group",
+        f"- cluster sessions (S7, S8): {CLUSTER_SIZE} brokers of one system, each with the "
+        "settings above plus "
+        + ", ".join(f"`{k}={v}`" for k, v in CLUSTER_SETTINGS.items())
+        + "; topics with replication factor 3 and "
+        + ", ".join(f"`{k}={v}`" for k, v in REPLICATED_TOPIC.items()),
+        "- S8: one partition, an idempotent acks=all producer sending a 1 KiB record about "
+        "every ms; failover time = kill -9 of the leader → first acknowledgement of a "
+        "record sent after the kill. Both systems use "
+        f"`zookeeper.session.timeout.ms={CLUSTER_SETTINGS['zookeeper.session.timeout.ms']}`"
+        ": a kill -9'd broker is noticed only when its session expires, so that timeout "
+        "dominates the failover time",
         "",
         "## Results",
         "",
@@ -622,17 +813,43 @@ def write_report(
     return report
 
 
+def alternating(count: int) -> list[str]:
+    """A B B A A B B A ...: Kafka first."""
+    pattern = ["kafka", "tidelog", "tidelog", "kafka"]
+    return [pattern[i % 4] for i in range(count)]
+
+
+def run_sessions(
+    work: Path, zookeeper: str, scale: Scale, order: list[str], profile: Path | None
+) -> list[Session]:
+    """The single-broker sessions in ``order``, then the cluster sessions."""
+    sessions = []
+    for number, system in enumerate(order):
+        first = system not in order[:number]
+        sessions.append(Session(system, number, work, zookeeper))
+        run_session(sessions[-1], scale, first, profile)
+        shutil.rmtree(sessions[-1].directory, ignore_errors=True)
+    for number, system in enumerate(alternating(scale.cluster_sessions), len(order)):
+        sessions.append(Session(system, number, work, zookeeper, size=CLUSTER_SIZE))
+        run_cluster_session(sessions[-1], scale)
+        shutil.rmtree(sessions[-1].directory, ignore_errors=True)
+    return sessions
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a tiny run (about 1 min)")
+    parser.add_argument("--quick", action="store_true", help="a tiny run (about 2 min)")
     parser.add_argument("--sessions", type=int, help="broker sessions, alternating A B B A")
+    parser.add_argument(
+        "--cluster-sessions", type=int, help="3-broker sessions (S7, S8), alternating A B B A"
+    )
     parser.add_argument("--profile", action="store_true", help="py-spy the tidelog broker")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
     scale = QUICK if args.quick else FULL
-    count = args.sessions or scale.sessions
-    pattern = ["kafka", "tidelog", "tidelog", "kafka"]
-    order = [pattern[i % 4] for i in range(count)]
+    if args.cluster_sessions is not None:
+        scale = dataclasses.replace(scale, cluster_sessions=args.cluster_sessions)
+    order = alternating(scale.sessions if args.sessions is None else args.sessions)
     commit = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
@@ -648,16 +865,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tidelog-bench-") as base:
         work = Path(base)
         zookeeper = ZooKeeperServer(work / "zookeeper", port=0).start()
-        sessions = []
         try:
-            for number, system in enumerate(order):
-                first = system not in order[:number]
-                session = Session(system, number, work, zookeeper.connect_string)
-                sessions.append(session)
-                run_session(session, scale, first, profile)
-                shutil.rmtree(session.broker.directory, ignore_errors=True)
+            sessions = run_sessions(work, zookeeper.connect_string, scale, order, profile)
         finally:
             zookeeper.stop()
+    order += [f"{system} cluster" for system in alternating(scale.cluster_sessions)]
     report = write_report(stem, scale, order, sessions, time.monotonic() - began, software)
     print(f"wrote {report.relative_to(ROOT) if report.is_relative_to(ROOT) else report}")
 

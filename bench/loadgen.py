@@ -1,6 +1,7 @@
 """The confluent-kafka (librdkafka) load generator of ``make bench``, run unchanged against
 Apache Kafka and tidelog: produce, consume (by ``assign``, no consumer group) and
-end-to-end latency, each reporting records/s, MB/s and latency percentiles.
+end-to-end latency, each reporting records/s, MB/s and latency percentiles; and a paced
+idempotent acks=all producer (:class:`PacedProducer`) that times a leader's failover.
 
 As a command: ``python bench/loadgen.py produce|consume --bootstrap HOST:PORT --topic T``;
 ``latency-consumer`` is the consumer half of the end-to-end measurement, run as its own
@@ -10,11 +11,13 @@ process by :func:`end_to_end` so that producer and consumer never share a GIL.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import struct
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -57,10 +60,12 @@ class Result:
         return {**asdict(self), "records_per_s": self.records_per_s, "mb_per_s": self.mb_per_s}
 
 
-def producer_config(bootstrap: str, compression: str = "none", linger_ms: int = 5) -> dict:
+def producer_config(
+    bootstrap: str, compression: str = "none", linger_ms: int = 5, acks: str = "1"
+) -> dict:
     return {
         "bootstrap.servers": bootstrap,
-        "acks": 1,
+        "acks": acks,
         "linger.ms": linger_ms,
         "batch.size": 65536,
         "compression.type": compression,
@@ -79,12 +84,13 @@ def produce(
     compression: str = "none",
     partitions: int = 1,
     keys: int = 0,
+    acks: str = "1",
     sample_every: int = 64,
 ) -> Result:
     """Send ``count`` records of ``size`` bytes as fast as the client can; spread over
     ``partitions`` round-robin; with ``keys`` > 0 the record i has key i % keys.
     Acknowledgement latency is sampled on one record in ``sample_every``."""
-    producer = Producer(producer_config(bootstrap, compression))
+    producer = Producer(producer_config(bootstrap, compression, acks=acks))
     value = payload(size)
     acked: list[float] = []
 
@@ -211,6 +217,68 @@ def end_to_end(
     return Result(count, count * size, elapsed, percentiles(latencies)), latencies
 
 
+class PacedProducer:
+    """In a thread, an idempotent acks=all producer sends a ``size``-byte record to one
+    partition about every ``interval`` seconds until the ``with`` block ends, noting when
+    each acknowledged record was sent and acknowledged (``time.perf_counter``)."""
+
+    def __init__(
+        self, bootstrap: str, topic: str, partition: int = 0, size: int = 1024, interval=0.001
+    ):
+        self.producer = Producer(
+            producer_config(bootstrap, acks="all")
+            | {"enable.idempotence": True, "message.timeout.ms": 300000}
+        )
+        self.topic, self.partition, self.interval = topic, partition, interval
+        self.value = payload(size)
+        self.acked: list[tuple[float, float]] = []  # (sent, acknowledged), in ack order
+        self.failed: list[str] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _delivered(self, sent: float):
+        def callback(error, _message) -> None:
+            if error is None:
+                self.acked.append((sent, time.perf_counter()))
+            else:
+                self.failed.append(str(error))
+
+        return callback
+
+    def _run(self) -> None:
+        while not self._done.wait(self.interval):
+            sent = time.perf_counter()
+            callback = self._delivered(sent)
+            with contextlib.suppress(BufferError):  # full while no leader answers: skip
+                self.producer.produce(
+                    self.topic, self.value, partition=self.partition, on_delivery=callback
+                )
+            self.producer.poll(0)
+
+    def first_ack_after(self, moment: float, timeout: float = 300) -> float:
+        """Seconds from ``moment`` to the first acknowledgement of a record sent after it."""
+        seen, deadline = 0, time.perf_counter() + timeout
+        while time.perf_counter() < deadline and not self.failed:
+            acked = self.acked[seen:]
+            seen += len(acked)
+            for sent, at in acked:
+                if sent > moment:
+                    return at - moment
+            time.sleep(0.001)
+        raise RuntimeError(f"no record sent after the moment was acknowledged: {self.failed[:3]}")
+
+    def __enter__(self) -> PacedProducer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_) -> None:
+        self._done.set()
+        self._thread.join()
+        left = self.producer.flush(60)
+        if left or self.failed:
+            raise RuntimeError(f"{left} records unacknowledged, failures: {self.failed[:3]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=["produce", "consume", "latency-consumer"])
@@ -220,6 +288,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--compression", default="none")
     parser.add_argument("--partitions", type=int, default=1)
+    parser.add_argument("--acks", default="1")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.mode == "latency-consumer":
@@ -233,6 +302,7 @@ def main() -> None:
             args.size,
             compression=args.compression,
             partitions=args.partitions,
+            acks=args.acks,
         )
     else:
         result = consume(args.bootstrap, args.topic, args.count, args.partitions)

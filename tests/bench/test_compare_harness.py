@@ -1,5 +1,6 @@
-"""Smoke test of ``make bench``'s harness: a tiny run against both brokers writes a
-report with a figure of each system for every scenario, and its plots.
+"""Smoke test of ``make bench``'s harness: a tiny run against both systems (single
+brokers, then 3-broker clusters) writes a report with a figure of each system for every
+scenario, and its plots.
 
 It asserts that the harness measures, never what it measured: no timing assertion.
 """
@@ -12,7 +13,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIOS = {"S1", "S2", "S3", "S4", "S5", "S6"}
+SCENARIOS = {"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8"}
+SYSTEMS = ("kafka", "tidelog")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -28,14 +30,22 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path):
 
     (raw,) = tmp_path.glob("*-quick-*-raw.json")
     rows = json.loads(raw.read_text())
-    for system in ("kafka", "tidelog"):
+    for system in SYSTEMS:
         measured = {r["scenario"] for r in rows if r["system"] == system and r["value"]}
         assert measured == SCENARIOS, f"{system} lacks {SCENARIOS - measured}"
 
     # Both cleaners compacted S5's topic: the harness saw its size on disk shrink.
     sizes = {(r["system"], r["metric"]): r["value"] for r in rows if r["scenario"] == "S5"}
-    for system in ("kafka", "tidelog"):
+    for system in SYSTEMS:
         assert sizes[system, "bytes after"] < sizes[system, "bytes before"]
+
+    # Each cluster produced with acks=all and acks=1, and saw a partition fail over.
+    for system in SYSTEMS:
+        ours = [r for r in rows if r["system"] == system]
+        s7 = {r["case"].rsplit(" ", 1)[-1] for r in ours if r["scenario"] == "S7" and r["value"]}
+        assert {"acks=all", "acks=1"} <= s7, f"{system}: S7 measured only {s7}"
+        failovers = [r["value"] for r in ours if r["metric"] == "failover time"]
+        assert failovers and all(value > 0 for value in failovers), f"{system}: {failovers}"
 
     report = raw.with_name(raw.name.removesuffix("-raw.json") + ".md").read_text()
     table = [line for line in report.splitlines() if line.startswith("| S")]
