@@ -25,7 +25,7 @@ from kazoo.protocol.states import EventType
 
 from tidelog.controller.channel import ControllerChannel
 from tidelog.controller.election import NO_LEADER, next_leadership
-from tidelog.controller.leader_moves import LeaderMoves
+from tidelog.controller.leader_moves import LeaderMoves, Leadership, Proposal
 from tidelog.controller.requests import LEADER_DURING_DELETE, PartitionLeadership, ReplicaToStop
 from tidelog.controller.zk_client import SESSION_ERRORS, KafkaZkClient, StalePartitionStateError
 from tidelog.controller.zk_data import BrokerRegistration, PartitionState, TopicAssignment
@@ -265,46 +265,49 @@ class Controller(LeaderMoves):
         self.states[key] = await self._zk(self.zk.create_partition_state, *key, proposed)
 
     async def _elect_leader(self, key: TopicPartition, live: Collection[int]) -> bool:
-        """Move the partition to the leader and ISR the live brokers allow, written to
-        its state znode conditionally on the version read; True when it changed."""
-        topic, partition = key
+        """Move the partition to the leader and ISR the live brokers allow (an out-of-sync
+        leader only where unclean.leader.election.enable says so); True when it changed."""
         replicas = self._replicas(key)
         state = self.states[key]
+        leader, _ = next_leadership(replicas, state.leader, state.isr, live, unclean_allowed=False)
+        unclean = (
+            leader == NO_LEADER
+            and any(b in live for b in replicas)
+            and await self._unclean_allowed(key[0])
+        )
+        if unclean:
+            logger.warning("%s-%d: no live in-sync replica; unclean election", *key)
+
+        def propose(current: PartitionState) -> Leadership:
+            return next_leadership(
+                replicas, current.leader, current.isr, live, unclean_allowed=unclean
+            )
+
+        return await self._move_leader(key, propose)
+
+    async def _move_leader(self, key: TopicPartition, propose: Proposal) -> bool:
+        """Write the proposed leader and ISR with leader epoch +1, conditionally on the
+        state's version; on a conflict (a leader changed the ISR) read it and propose
+        again. True when it changed."""
+        topic, partition = key
+        state = self.states[key]
         for _ in range(STATE_WRITE_ATTEMPTS):
-            leader, isr = next_leadership(
-                replicas, state.leader, state.isr, live, unclean_allowed=False
-            )
-            unclean = (
-                leader == NO_LEADER
-                and any(b in live for b in replicas)
-                and await self._unclean_allowed(topic)
-            )
-            if unclean:
-                leader, isr = next_leadership(
-                    replicas, state.leader, state.isr, live, unclean_allowed=True
-                )
-            if leader == state.leader and isr == state.isr:
+            proposal = propose(state)
+            if proposal is None or proposal == (state.leader, state.isr):
                 return False
+            leader, isr = proposal
             new = PartitionState(leader, state.leader_epoch + 1, isr, self.epoch, state.zk_version)
             try:
                 version = await self._zk(self.zk.update_partition_state, topic, partition, new)
-            except StalePartitionStateError:  # changed meanwhile (an ISR change): read again
+            except StalePartitionStateError:
                 state = await self._zk(self.zk.partition_state, topic, partition)
                 if state is None:
                     return False
                 self.states[key] = state
                 continue
             self.states[key] = replace(new, zk_version=version)
-            log = logger.warning if unclean or leader == NO_LEADER else logger.info
-            log(
-                "%s-%d: leader %d, ISR %s, leader epoch %d%s",
-                topic,
-                partition,
-                leader,
-                isr,
-                new.leader_epoch,
-                " (unclean election)" if unclean else "",
-            )
+            log = logger.warning if leader == NO_LEADER else logger.info
+            log("%s-%d: leader %d, ISR %s, leader epoch %d", *key, leader, isr, new.leader_epoch)
             return True
         logger.error("%s-%d: its state kept changing; leader not moved", topic, partition)
         return False

@@ -19,16 +19,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 
 from tidelog.controller.election import controlled_shutdown_leadership, preferred_leadership
 from tidelog.controller.rebalance import partitions_to_rebalance
 from tidelog.controller.requests import ReplicaToStop
-from tidelog.controller.zk_client import StalePartitionStateError
 from tidelog.controller.zk_data import PartitionState
 from tidelog.protocol.errors import ErrorCode
 
-__all__ = ["LeaderMoves"]
+__all__ = ["LeaderMoves", "Leadership", "Proposal"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,15 +35,14 @@ Leadership = tuple[int, list[int]]
 # Given the partition's current state: the (leader, ISR) to move to, or None to leave it.
 Proposal = Callable[[PartitionState], Leadership | None]
 UNKNOWN_BROKER_EPOCH = -1
-# Conditional writes of one partition's state before the controller gives up on it.
-STATE_WRITE_ATTEMPTS = 5
 
 
 class LeaderMoves:
     """Uses the controller's ``epoch``, ``is_active``, ``brokers``, ``states``,
     ``channel``, ``zk``, ``enqueue``, ``_zk``, ``_replicas``, ``_leaderships``,
-    ``_send_leader_and_isr``, ``_send_update_metadata``, and ``_shutting_down`` (broker
-    id → the registration epoch it asked for controlled shutdown at)."""
+    ``_move_leader``, ``_send_leader_and_isr``, ``_send_update_metadata``, and
+    ``_shutting_down`` (broker id → the registration epoch it asked for controlled
+    shutdown at)."""
 
     _shutting_down: dict[int, int]
 
@@ -204,36 +201,3 @@ class LeaderMoves:
     ) -> list[TopicPartition]:
         """The partitions whose leadership changed as proposed."""
         return [key for key in keys if await self._move_leader(key, proposal_for(key))]
-
-    async def _move_leader(self, key: TopicPartition, propose: Proposal) -> bool:
-        """Write the proposed leader and ISR with leader epoch +1, conditionally on the
-        state's version; on a conflict (a leader changed the ISR) read it and propose
-        again. True when it changed."""
-        topic, partition = key
-        state = self.states[key]
-        for _ in range(STATE_WRITE_ATTEMPTS):
-            proposal = propose(state)
-            if proposal is None or proposal == (state.leader, state.isr):
-                return False
-            leader, isr = proposal
-            new = PartitionState(leader, state.leader_epoch + 1, isr, self.epoch, state.zk_version)
-            try:
-                version = await self._zk(self.zk.update_partition_state, topic, partition, new)
-            except StalePartitionStateError:
-                state = await self._zk(self.zk.partition_state, topic, partition)
-                if state is None:
-                    return False
-                self.states[key] = state
-                continue
-            self.states[key] = replace(new, zk_version=version)
-            logger.info(
-                "%s-%d: leader %d, ISR %s, leader epoch %d",
-                topic,
-                partition,
-                leader,
-                isr,
-                new.leader_epoch,
-            )
-            return True
-        logger.error("%s-%d: its state kept changing; leader not moved", topic, partition)
-        return False
