@@ -230,15 +230,20 @@ def failed_partitions(response: object) -> list[tuple[object, int, int]]:
 # -- the broker's side: bodies received, of any version --------------------------------------
 
 
+def _partition_states(request, version: int, grouped_from: int) -> list[tuple]:
+    """(topic, topic id, partition state) from a request that lists its partition states
+    flat before version ``grouped_from`` and per topic from it on."""
+    if version < grouped_from:
+        return [(p.topic_name, ZERO_UUID, p) for p in request.ungrouped_partition_states]
+    return [
+        (t.topic_name, t.topic_id or ZERO_UUID, p)
+        for t in request.topic_states
+        for p in t.partition_states
+    ]
+
+
 def leader_and_isr_states(request, version: int) -> list[PartitionLeadership]:
-    if version < 2:
-        grouped = [(p.topic_name, ZERO_UUID, p) for p in request.ungrouped_partition_states]
-    else:
-        grouped = [
-            (t.topic_name, t.topic_id or ZERO_UUID, p)
-            for t in request.topic_states
-            for p in t.partition_states
-        ]
+    grouped = _partition_states(request, version, grouped_from=2)
     return [
         PartitionLeadership(
             topic,
@@ -256,14 +261,7 @@ def leader_and_isr_states(request, version: int) -> list[PartitionLeadership]:
 
 
 def update_metadata_states(request, version: int) -> list[PartitionLeadership]:
-    if version < 5:
-        grouped = [(p.topic_name, ZERO_UUID, p) for p in request.ungrouped_partition_states]
-    else:
-        grouped = [
-            (t.topic_name, t.topic_id or ZERO_UUID, p)
-            for t in request.topic_states
-            for p in t.partition_states
-        ]
+    grouped = _partition_states(request, version, grouped_from=5)
     return [
         PartitionLeadership(
             topic,
