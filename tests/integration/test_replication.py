@@ -205,7 +205,9 @@ def test_a_returning_leader_truncates_what_only_it_had(tmp_path, zk_chroot):
 
 def test_consumers_see_only_what_the_isr_has(tmp_path, zk_chroot):
     """While a follower in the ISR lags, the leader's new records stay invisible."""
-    overrides = {"replica.lag.time.max.ms": "30000"}
+    # Neither the lag limit nor the stopped follower's ZooKeeper session may run out
+    # while it is stopped: either would take it out of the ISR and let the HW move.
+    overrides = {"replica.lag.time.max.ms": "30000", "zookeeper.session.timeout.ms": "30000"}
     with Cluster(tmp_path, zk_chroot, size=2, overrides=overrides) as cluster:
         cluster.create_topic("visible", partitions=1, replication_factor=2)
         leader, _, isr = cluster.leaders(1, "visible")[0]
@@ -215,7 +217,9 @@ def test_consumers_see_only_what_the_isr_has(tmp_path, zk_chroot):
         os.kill(cluster.brokers[follower].process.pid, signal.SIGSTOP)
         try:
             produce(bootstrap, "visible", [b"leader only"], 0, acks="1")
-            consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused"})
+            consumer = Consumer(
+                {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
+            )
             consumer.assign([TopicPartition("visible", 0, 0)])
             seen = [m.value() for m in consumer.consume(10, 3) if not m.error()]
             _, high = consumer.get_watermark_offsets(TopicPartition("visible", 0), timeout=10)
