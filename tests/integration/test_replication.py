@@ -13,6 +13,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from integration.cluster import Cluster, wait_until
+from tidelog.protocol import ApiKey
+from tidelog.protocol.errors import ErrorCode
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -229,3 +231,36 @@ def test_consumers_see_only_what_the_isr_has(tmp_path, zk_chroot):
         assert seen == [b"replicated"]
         assert high == 1
         assert consume(bootstrap, "visible", 0, 2) == [b"replicated", b"leader only"]
+
+
+def test_a_broker_back_after_a_deletion_drops_the_deleted_topics_data(tmp_path, zk_chroot):
+    """A topic deleted while a replica's broker was down, then created again under the
+    same name: that broker's old directories must not come back as the new topic's."""
+    with Cluster(tmp_path, zk_chroot, size=3) as cluster:
+        cluster.create_topic("reused", partitions=3, replication_factor=3)
+        bootstrap = ",".join(b.bootstrap for b in cluster.brokers.values())
+        for partition in range(3):
+            produce(bootstrap, "reused", [b"old"] * 20, partition, acks="all")
+        cluster.brokers[3].kill()
+        wait_until(lambda: 3 not in cluster.registered(), "broker 3's session ended")
+        with cluster.connect(wait_until(cluster.controller_id, "a controller")) as connection:
+            body = {"topic_names": ["reused"], "timeout_ms": 10000}
+            (result,) = connection.request(ApiKey.DELETE_TOPICS, 4, body).responses
+        assert result.error_code == ErrorCode.NONE
+        wait_until(lambda: "reused" not in cluster.zk.get_children("/brokers/topics"), "deleted")
+
+        cluster.brokers[3].start()
+        wait_until(cluster.all_known, "broker 3 is back")
+        cluster.create_topic("reused", partitions=3, replication_factor=3)
+        live = ",".join(b.bootstrap for b in cluster.brokers.values())
+        for partition in range(3):
+            fresh = [f"new-{partition}-{i}".encode() for i in range(5)]
+            produce(live, "reused", fresh, partition, acks="all")
+            assert consume(live, "reused", partition, 5) == fresh
+            wait_until(
+                lambda p=partition: len(
+                    {segment_bytes(cluster, b, "reused", p) for b in cluster.brokers}
+                )
+                == 1,
+                f"every replica of reused-{partition} holds the new topic's records only",
+            )

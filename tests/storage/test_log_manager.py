@@ -1,4 +1,5 @@
 import subprocess
+import uuid
 
 import pytest
 
@@ -14,6 +15,7 @@ from tidelog.storage.log_manager import (
     InconsistentClusterIdError,
     LogManager,
 )
+from tidelog.storage.partition_metadata import read_topic_id
 
 
 def manager(dirs, **kwargs) -> LogManager:
@@ -222,3 +224,31 @@ def test_meta_properties_of_another_cluster_refuses_to_start(tmp_path):
     assert read_properties(tmp_path / "a" / "meta.properties")["cluster.id"] == "blue"
     with pytest.raises(InconsistentClusterIdError, match="cluster blue"):
         LogManager([tmp_path / "a"], broker_id=1, cluster_id="green").startup()
+
+
+def test_a_log_of_a_deleted_topic_with_the_same_name_is_replaced(tmp_path):
+    old_id, new_id = uuid.UUID(int=1), uuid.UUID(int=2)
+    logs = manager([tmp_path / "a"])
+    old = logs.get_or_create_log("t", 0, topic_id=old_id)
+    old.append_as_leader(batch(3))
+    assert (old.directory / "partition.metadata").read_text() == (
+        "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ\n"
+    )
+    assert logs.get_or_create_log("t", 0, topic_id=old_id) is old
+    logs.shutdown()
+
+    logs = manager([tmp_path / "a"])  # the broker restarts with the old directory
+    new = logs.get_or_create_log("t", 0, topic_id=new_id)
+    assert new.log_end_offset == 0
+    assert read_topic_id(new.directory) == new_id
+    logs.shutdown()
+
+
+def test_a_log_without_a_recorded_topic_id_is_adopted(tmp_path):
+    logs = manager([tmp_path / "a"])
+    log = logs.get_or_create_log("t", 0)
+    log.append_as_leader(batch(2))
+    assert read_topic_id(log.directory) is None
+    assert logs.get_or_create_log("t", 0, topic_id=uuid.UUID(int=7)) is log
+    assert log.log_end_offset == 2 and read_topic_id(log.directory) == uuid.UUID(int=7)
+    logs.shutdown()

@@ -53,6 +53,7 @@ class Partition:
     high_watermark: int = 0
     followers: dict[int, FollowerState] = field(default_factory=dict)
     isr_change_in_flight: bool = False
+    leader_epoch_start_offset: int = 0  # the log end offset when this broker became leader
 
     @property
     def is_leader(self) -> bool:
@@ -77,6 +78,8 @@ class Partition:
         self.isr_change_in_flight = False
         self.followers = {}
         if self.is_leader:
+            # A follower rejoins only once it holds everything of earlier epochs.
+            self.leader_epoch_start_offset = self.log.log_end_offset
             for replica in replicas:
                 if replica != self.broker_id:
                     caught_up = now_ms if replica in isr else 0
@@ -120,8 +123,7 @@ class Partition:
         follower = self.followers.get(replica)
         if follower is None or replica in self.isr or self.isr_change_in_flight:
             return None
-        epoch_start = self.log.end_offset_for_epoch(self.leader_epoch)[1]
-        if follower.log_end_offset >= max(self.high_watermark, epoch_start):
+        if follower.log_end_offset >= max(self.high_watermark, self.leader_epoch_start_offset):
             return [*self.isr, replica]
         return None
 

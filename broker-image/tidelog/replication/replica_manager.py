@@ -108,12 +108,14 @@ class ReplicaManager:
         controller_epoch: int = 0,
     ) -> ErrorCode:
         try:
-            log = self.log_manager.get_or_create_log(topic, index)
+            log = self.log_manager.get_or_create_log(topic, index, topic_id=topic_id)
         except KafkaStorageError as error:
             logger.error("cannot host %s-%d: %s", topic, index, error)
             return ErrorCode.KAFKA_STORAGE_ERROR
         key = (topic, index)
         partition = self.partitions.get(key)
+        if partition is not None and partition.log is not log:  # a stale log was replaced
+            partition = None
         if partition is None:
             partition = Partition(
                 topic, index, log, leader, leader_epoch, replicas, isr, self.broker_id
@@ -398,7 +400,7 @@ class ReplicaManager:
                 leader_epoch,
                 leader_end,
             )
-            self.log_manager.guarded(log, lambda: log.truncate_to(target))
+            self.log_manager.truncate_to(topic, index, target)
         partition.high_watermark = min(partition.high_watermark, log.log_end_offset)
 
     def follower_start_at(self, topic: str, index: int, offset: int) -> None:

@@ -18,6 +18,7 @@ import logging
 import shutil
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TypeVar
@@ -38,6 +39,7 @@ from tidelog.storage.config import LogConfig
 from tidelog.storage.errors import KafkaStorageError, LogDirNotFoundError, StorageError
 from tidelog.storage.leader_epoch import LeaderEpochCheckpointError
 from tidelog.storage.log import Log, parse_topic_partition
+from tidelog.storage.partition_metadata import read_topic_id, write_topic_id
 from tidelog.storage.scheduler import Scheduler
 
 __all__ = [
@@ -278,11 +280,29 @@ class LogManager:
     def logs(self) -> dict[TopicPartition, Log]:
         return dict(self._logs)
 
-    def get_or_create_log(self, topic: str, partition: int, directory: Path | None = None) -> Log:
+    def get_or_create_log(
+        self,
+        topic: str,
+        partition: int,
+        directory: Path | None = None,
+        *,
+        topic_id: uuid.UUID | None = None,
+    ) -> Log:
+        """The partition's log, created where :meth:`choose_dir` says when there is none.
+        With ``topic_id``, a log left by a deleted topic of the same name (its
+        ``partition.metadata`` names another id) is deleted and a new one created."""
         with self._lock:
             existing = self._logs.get((topic, partition))
             if existing is not None:
-                return existing
+                if topic_id is None or self._belongs_to(existing, topic_id):
+                    return existing
+                logger.warning(
+                    "%s-%d in %s holds data of a deleted topic of that name: deleting it",
+                    topic,
+                    partition,
+                    existing.directory.parent,
+                )
+                self.delete_log(topic, partition)
             if (topic, partition) in self.offline_partitions:
                 raise KafkaStorageError(f"{topic}-{partition} is offline: its log directory failed")
             parent = self.choose_dir() if directory is None else self._known_dir(directory)
@@ -299,9 +319,25 @@ class LogManager:
             except (OSError, LeaderEpochCheckpointError) as error:
                 self._mark_offline(parent, f"creating {topic}-{partition} failed: {error}")
                 raise KafkaStorageError(str(error)) from error
+            if topic_id is not None:
+                write_topic_id(log.directory, topic_id)
             self._logs[(topic, partition)] = log
             logger.info("created log %s-%d in %s", topic, partition, parent)
             return log
+
+    @staticmethod
+    def _belongs_to(log: Log, topic_id: uuid.UUID) -> bool:
+        """Whether the log is the topic's; a log without a recorded id (written before
+        ids were recorded, or its file unreadable) is adopted."""
+        try:
+            recorded = read_topic_id(log.directory)
+        except StorageError as error:
+            logger.warning("%s; recording topic id %s", error, topic_id)
+            recorded = None
+        if recorded is None:
+            write_topic_id(log.directory, topic_id)
+            return True
+        return recorded == topic_id
 
     def delete_log(self, topic: str, partition: int) -> None:
         with self._lock:

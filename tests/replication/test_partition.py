@@ -1,0 +1,119 @@
+"""The leader's rules for followers, the ISR and the high watermark (seed 003 四.5,
+seed 004), on a real log; times are given, not read from a clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from tidelog.records import build_batch
+from tidelog.replication.partition import Partition
+from tidelog.storage.log import Log
+
+LAG_MS = 10_000
+
+
+@pytest.fixture
+def leader(tmp_path) -> Partition:
+    """Broker 1 leads with followers 2 and 3 in the ISR, at time 1000 ms."""
+    log = Log.open(tmp_path / "t-0")
+    partition = Partition("t", 0, log, 1, 0, [1, 2, 3], [1, 2, 3], broker_id=1)
+    partition.become(
+        leader=1,
+        leader_epoch=0,
+        replicas=[1, 2, 3],
+        isr=[1, 2, 3],
+        zk_version=0,
+        controller_epoch=1,
+        now_ms=1000,
+    )
+    yield partition
+    log.close()
+
+
+def append(partition: Partition, count: int) -> None:
+    for i in range(count):
+        partition.log.append_as_leader(build_batch([(None, f"v{i}")]), partition.leader_epoch)
+
+
+def test_the_high_watermark_waits_for_every_isr_member(leader):
+    append(leader, 5)
+    assert not leader.maybe_advance_high_watermark()  # nothing heard from 2 and 3 yet
+    leader.record_follower_fetch(2, 5, 1100)
+    assert not leader.maybe_advance_high_watermark()
+    leader.record_follower_fetch(3, 3, 1100)
+    assert leader.maybe_advance_high_watermark() and leader.high_watermark == 3
+    leader.record_follower_fetch(3, 5, 1200)
+    assert leader.maybe_advance_high_watermark() and leader.high_watermark == 5
+
+
+def test_the_high_watermark_never_moves_back(leader):
+    append(leader, 4)
+    for follower in (2, 3):
+        leader.record_follower_fetch(follower, 4, 1100)
+    leader.maybe_advance_high_watermark()
+    leader.record_follower_fetch(3, 2, 1200)  # a follower that truncated and refetches
+    assert not leader.maybe_advance_high_watermark()
+    assert leader.high_watermark == 4
+
+
+def test_a_follower_behind_the_end_but_keeping_pace_stays_in_sync(leader):
+    append(leader, 10)
+    leader.record_follower_fetch(2, 10, 1000)  # caught up at 1000
+    append(leader, 10)  # end now 20
+    leader.record_follower_fetch(2, 10, 5000)  # asks for the end it saw last time
+    leader.record_follower_fetch(3, 20, 11_500)
+    append(leader, 10)  # end now 30
+    leader.record_follower_fetch(2, 20, 11_500)  # reached the end of its previous fetch
+    assert leader.followers[2].last_caught_up_ms == 5000
+    assert leader.shrunk_isr(now_ms=14_000, max_lag_ms=LAG_MS) is None
+
+
+def test_a_follower_not_caught_up_for_the_lag_limit_leaves_the_isr(leader):
+    append(leader, 10)
+    leader.record_follower_fetch(2, 10, 2000)
+    leader.record_follower_fetch(3, 10, 2000)
+    append(leader, 10)
+    leader.record_follower_fetch(3, 20, 12_500)
+    assert leader.shrunk_isr(now_ms=12_000, max_lag_ms=LAG_MS) is None
+    assert leader.shrunk_isr(now_ms=12_001, max_lag_ms=LAG_MS) == [1, 3]
+
+
+def test_a_follower_rejoins_at_the_high_watermark_even_while_writes_go_on(leader):
+    append(leader, 10)
+    leader.record_follower_fetch(3, 10, 2000)
+    leader.apply_isr([1, 3], zk_version=1)
+    leader.maybe_advance_high_watermark()
+    append(leader, 5)  # the end moves on: the follower need not reach it
+    leader.record_follower_fetch(2, 9, 3000)
+    assert leader.expanded_isr(2) is None  # below the high watermark (10)
+    leader.record_follower_fetch(2, 12, 3100)
+    assert leader.expanded_isr(2) == [1, 3, 2]
+
+
+def test_a_follower_rejoins_only_with_every_record_of_earlier_epochs(tmp_path):
+    log = Log.open(tmp_path / "t-0")
+    partition = Partition("t", 0, log, 2, 0, [1, 2], [2], broker_id=1)
+    for i in range(8):
+        log.append_as_leader(build_batch([(None, f"old{i}")]), 0)
+    partition.become(
+        leader=1, leader_epoch=1, replicas=[1, 2], isr=[1], zk_version=0, controller_epoch=1,
+        now_ms=0,
+    )  # fmt: skip
+    partition.record_follower_fetch(2, 5, 100)
+    assert partition.expanded_isr(2) is None  # its log ends inside epoch 0
+    partition.record_follower_fetch(2, 8, 200)
+    assert partition.expanded_isr(2) == [1, 2]
+    log.close()
+
+
+def test_a_follower_high_watermark_is_bounded_by_its_own_log(tmp_path):
+    log = Log.open(tmp_path / "t-0")
+    partition = Partition("t", 0, log, 2, 0, [1, 2], [1, 2], broker_id=1)
+    partition.become(
+        leader=2, leader_epoch=0, replicas=[1, 2], isr=[1, 2], zk_version=0, controller_epoch=1,
+        now_ms=0,
+    )  # fmt: skip
+    log.append_as_leader(build_batch([(None, "a"), (None, "b")]), 0)
+    assert partition.follow_high_watermark(leader_high_watermark=7)
+    assert partition.high_watermark == 2
+    log.close()
