@@ -32,6 +32,7 @@ from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
 from tidelog.records.errors import RecordsError
 from tidelog.storage.errors import StorageError
+from tidelog.storage.log import Log
 
 __all__ = ["FetcherConfig", "ReplicaFetcher", "fetcher_id"]
 
@@ -193,24 +194,37 @@ class ReplicaFetcher:
 
     # -- truncation by leader epoch -------------------------------------------------------------
 
-    async def _truncate(self, keys: list[TopicPartition]) -> None:
-        topics: dict[str, list] = {}
-        asked = {}
+    def _logs_by_topic(self, keys: list[TopicPartition]) -> dict[str, list[tuple[int, Log]]]:
+        """The logs of the partitions still followed, per topic; a partition whose log
+        went (no longer a follower here) is dropped."""
+        found: dict[str, list[tuple[int, Log]]] = {}
         for topic, partition in keys:
             log = self._follower.follower_log(topic, partition)
             if log is None:
                 self._partitions.pop((topic, partition), None)
-                continue
-            asked[(topic, partition)] = log.latest_epoch
-            topics.setdefault(topic, []).append(
-                {
-                    "partition": partition,
-                    "current_leader_epoch": self._partitions[(topic, partition)].leader_epoch,
-                    "leader_epoch": log.latest_epoch,
-                }
-            )
-        if not topics:
+            else:
+                found.setdefault(topic, []).append((partition, log))
+        return found
+
+    def _epoch(self, topic: str, partition: int) -> int:
+        return self._partitions[(topic, partition)].leader_epoch
+
+    async def _truncate(self, keys: list[TopicPartition]) -> None:
+        logs = self._logs_by_topic(keys)
+        if not logs:
             return
+        asked = {(t, p): log.latest_epoch for t, found in logs.items() for p, log in found}
+        topics = {
+            topic: [
+                {
+                    "partition": p,
+                    "current_leader_epoch": self._epoch(topic, p),
+                    "leader_epoch": asked[(topic, p)],
+                }
+                for p, _ in found
+            ]
+            for topic, found in logs.items()
+        }
         response = await self._request(
             ApiKey.OFFSET_FOR_LEADER_EPOCH,
             OFFSET_FOR_LEADER_EPOCH_VERSION,
@@ -236,25 +250,23 @@ class ReplicaFetcher:
     # -- fetching -------------------------------------------------------------------------------
 
     async def _fetch(self, keys: list[TopicPartition]) -> None:
-        topics: dict[str, list] = {}
-        offsets = {}
-        for topic, partition in keys:
-            log = self._follower.follower_log(topic, partition)
-            if log is None:
-                self._partitions.pop((topic, partition), None)
-                continue
-            offsets[(topic, partition)] = log.log_end_offset
-            topics.setdefault(topic, []).append(
+        logs = self._logs_by_topic(keys)
+        if not logs:
+            return
+        offsets = {(t, p): log.log_end_offset for t, found in logs.items() for p, log in found}
+        topics = {
+            topic: [
                 {
-                    "partition": partition,
-                    "current_leader_epoch": self._partitions[(topic, partition)].leader_epoch,
-                    "fetch_offset": log.log_end_offset,
+                    "partition": p,
+                    "current_leader_epoch": self._epoch(topic, p),
+                    "fetch_offset": offsets[(topic, p)],
                     "log_start_offset": log.log_start_offset,
                     "partition_max_bytes": self._config.partition_max_bytes,
                 }
-            )
-        if not topics:
-            return
+                for p, log in found
+            ]
+            for topic, found in logs.items()
+        }
         response = await self._request(
             ApiKey.FETCH,
             FETCH_VERSION,

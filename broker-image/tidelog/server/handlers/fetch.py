@@ -38,6 +38,11 @@ def _resolve_topics(broker, header, request):
 def _read_all(broker, topics, max_bytes: int, isolation_level: int, replica_id: int):
     """One pass over every partition; returns (responses, bytes gathered, any error)."""
     replicas = broker.replica_manager
+    read = (
+        replicas.read
+        if replica_id < 0
+        else functools.partial(replicas.read_for_follower, replica_id)
+    )
     remaining = max_bytes
     gathered = 0
     failed = False
@@ -48,11 +53,6 @@ def _read_all(broker, topics, max_bytes: int, isolation_level: int, replica_id: 
             if name is None:
                 code, result = ErrorCode.UNKNOWN_TOPIC_ID, None
             else:
-                read = (
-                    replicas.read
-                    if replica_id < 0
-                    else functools.partial(replicas.read_for_follower, replica_id)
-                )
                 result = read(
                     name,
                     wanted.partition,
