@@ -155,10 +155,7 @@ class Cluster:
             "validate_only": False,
         }
         controller = wait_until(self.controller_id, "the cluster has a controller")
-        wait_until(
-            lambda: len(self.metadata(controller).brokers) == len(self.running),
-            "the controller knows every running broker",
-        )
+        wait_until(self.all_known, "every broker knows every running broker")
         with self.connect(controller) as connection:
             (result,) = connection.request(ApiKey.CREATE_TOPICS, None, body).topics
         assert result.error_code == ErrorCode.NONE, result.error_message
