@@ -42,6 +42,7 @@ from tidelog.controller.zk_client import (
     BrokerIdTakenError,
     KafkaZkClient,
     StalePartitionStateError,
+    TopicExistsError,
     config_change_number,
 )
 from tidelog.controller.zk_data import (
@@ -50,6 +51,11 @@ from tidelog.controller.zk_data import (
     PartitionState,
     TopicAssignment,
     new_uuid,
+)
+from tidelog.coordinator.group_coordinator import (
+    OFFSETS_TOPIC,
+    CoordinatorConfig,
+    GroupCoordinator,
 )
 from tidelog.coordinator.producer_ids import ProducerIdManager
 from tidelog.protocol.errors import ErrorCode
@@ -138,6 +144,10 @@ class Broker:
             endpoint_of=self._inter_broker_endpoint,
             isr_writer=self._write_isr,
         )
+        self.group_coordinator = GroupCoordinator(
+            self.replica_manager, CoordinatorConfig.from_broker(config)
+        )
+        self._creating_offsets_topic: asyncio.Task | None = None
         self.producer_ids = ProducerIdManager(
             lambda: self.zk.allocate_producer_id_block(self.broker_id)
         )
@@ -179,6 +189,7 @@ class Broker:
                 )
             ),
             asyncio.create_task(self._shrink_isrs(), name="isr-shrink"),
+            asyncio.create_task(self._expire_offsets(), name="offsets-expiry"),
             asyncio.create_task(
                 self._every(
                     config["log.flush.offset.checkpoint.interval.ms"],
@@ -353,6 +364,14 @@ class Broker:
             except Exception:
                 logger.exception("shrinking ISRs failed")
 
+    async def _expire_offsets(self) -> None:
+        while True:
+            await asyncio.sleep(self.config["offsets.retention.check.interval.ms"] / 1000)
+            try:
+                self.group_coordinator.expire_offsets()
+            except Exception:
+                logger.exception("expiring committed offsets failed")
+
     async def _write_isr(self, partition, isr: list[int]) -> int | None:
         """A leader's ISR change: the partition state in ZooKeeper, conditional on the
         version it holds, then an /isr_change_notification for the controller; the new
@@ -392,6 +411,7 @@ class Broker:
             await self.controller.channel.flush(CONTROLLER_FLUSH_TIMEOUT_S)
         await self.controller.stop()
         await self.network.close()
+        await self.group_coordinator.shutdown()
         await self.replica_manager.shutdown()
         high_watermarks = self.replica_manager.high_watermarks()
         await asyncio.to_thread(self.log_manager.checkpoint, high_watermarks)
@@ -444,7 +464,17 @@ class Broker:
                 zk_version=state.zk_version,
                 controller_epoch=state.controller_epoch,
             )
+            if state.topic == OFFSETS_TOPIC and errors[key] == ErrorCode.NONE:
+                self._coordinate(state.partition)
         return ErrorCode.NONE, errors
+
+    def _coordinate(self, partition: int) -> None:
+        """Coordinate the groups of an offsets partition this broker leads, and only those."""
+        replica = self.replica_manager.partitions.get((OFFSETS_TOPIC, partition))
+        if replica is not None and replica.is_leader:
+            self.group_coordinator.elected(partition, replica.leader_epoch, replica.log)
+        else:
+            self.group_coordinator.resigned(partition)
 
     async def handle_update_metadata(
         self,
@@ -484,6 +514,8 @@ class Broker:
         for replica in replicas:
             # On the event loop, which owns the partitions and their waiting fetches.
             self.replica_manager.stop_replica(replica.topic, replica.partition, replica.delete)
+            if replica.topic == OFFSETS_TOPIC:
+                self.group_coordinator.resigned(replica.partition)
         # A topic of that name made later reads its configs afresh.
         hosted = {topic for topic, _ in self.log_manager.logs}
         for topic in {r.topic for r in replicas if r.delete} - hosted:
@@ -502,6 +534,47 @@ class Broker:
             return error.code
         failures = await self.controller.add_topics([TopicAssignment(name, new_uuid(), plan)], {})
         return ErrorCode.NONE if failures.get(name) is None else ErrorCode.LEADER_NOT_AVAILABLE
+
+    async def create_offsets_topic(self) -> None:
+        """``__consumer_offsets``, on the first FindCoordinator: compacted, with a
+        replication factor capped by the live brokers. Any broker may write it to
+        ZooKeeper; the controller brings it online."""
+        if self._creating_offsets_topic is None or self._creating_offsets_topic.done():
+            self._creating_offsets_topic = asyncio.create_task(self._create_offsets_topic())
+        await asyncio.shield(self._creating_offsets_topic)
+
+    async def _create_offsets_topic(self) -> None:
+        config = self.config
+        factor = min(config["offsets.topic.replication.factor"], len(self.metadata.brokers))
+        configs = {
+            "cleanup.policy": "compact",
+            "compression.type": "producer",
+            "segment.bytes": str(config["offsets.topic.segment.bytes"]),
+        }
+        try:
+            plan = plan_topic(
+                self, OFFSETS_TOPIC, config["offsets.topic.num.partitions"], factor, [], configs
+            )
+        except TopicRequestError as error:
+            if error.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                logger.error("cannot create %s: %s", OFFSETS_TOPIC, error)
+            return
+        assignment = TopicAssignment(OFFSETS_TOPIC, new_uuid(), plan)
+        try:
+            if self.controller.is_active:
+                failure = (
+                    await self.controller.add_topics([assignment], {OFFSETS_TOPIC: configs})
+                )[OFFSETS_TOPIC]
+                if failure is not None and not isinstance(failure, TopicExistsError):
+                    raise failure
+            else:
+                await asyncio.to_thread(self.zk.create_topic, assignment, configs)
+        except TopicExistsError:
+            return
+        except Exception:
+            logger.exception("creating %s failed", OFFSETS_TOPIC)
+            return
+        logger.info("created %s with replication factor %d", OFFSETS_TOPIC, factor)
 
     @staticmethod
     def replica_manager_error(code: ErrorCode, message: str | None = None) -> AppendResult:

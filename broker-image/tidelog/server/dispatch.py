@@ -32,6 +32,22 @@ from tidelog.server.handlers.describe_cluster import handle_describe_cluster
 from tidelog.server.handlers.elect_leaders import handle_elect_leaders
 from tidelog.server.handlers.fetch import handle_fetch
 from tidelog.server.handlers.find_coordinator import handle_find_coordinator
+from tidelog.server.handlers.group_admin import (
+    handle_delete_groups,
+    handle_describe_groups,
+    handle_list_groups,
+)
+from tidelog.server.handlers.group_membership import (
+    handle_heartbeat,
+    handle_join_group,
+    handle_leave_group,
+    handle_sync_group,
+)
+from tidelog.server.handlers.group_offsets import (
+    handle_offset_commit,
+    handle_offset_delete,
+    handle_offset_fetch,
+)
 from tidelog.server.handlers.init_producer_id import handle_init_producer_id
 from tidelog.server.handlers.leader_and_isr import handle_leader_and_isr
 from tidelog.server.handlers.list_offsets import handle_list_offsets
@@ -65,6 +81,16 @@ HANDLERS = {
     ApiKey.DESCRIBE_LOG_DIRS: handle_describe_log_dirs,
     ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster,
     ApiKey.FIND_COORDINATOR: handle_find_coordinator,
+    ApiKey.JOIN_GROUP: handle_join_group,
+    ApiKey.SYNC_GROUP: handle_sync_group,
+    ApiKey.HEARTBEAT: handle_heartbeat,
+    ApiKey.LEAVE_GROUP: handle_leave_group,
+    ApiKey.OFFSET_COMMIT: handle_offset_commit,
+    ApiKey.OFFSET_FETCH: handle_offset_fetch,
+    ApiKey.OFFSET_DELETE: handle_offset_delete,
+    ApiKey.LIST_GROUPS: handle_list_groups,
+    ApiKey.DESCRIBE_GROUPS: handle_describe_groups,
+    ApiKey.DELETE_GROUPS: handle_delete_groups,
     ApiKey.LEADER_AND_ISR: handle_leader_and_isr,
     ApiKey.STOP_REPLICA: handle_stop_replica,
     ApiKey.UPDATE_METADATA: handle_update_metadata,

@@ -1,0 +1,146 @@
+"""OffsetCommit, OffsetFetch and OffsetDelete: committed offsets in ``__consumer_offsets``,
+answered by the group coordinator."""
+
+from __future__ import annotations
+
+from tidelog.coordinator.group_coordinator import OffsetCommit
+from tidelog.protocol import ApiKey, response_class
+from tidelog.protocol.errors import ErrorCode
+
+__all__ = ["handle_offset_commit", "handle_offset_delete", "handle_offset_fetch"]
+
+OffsetCommitResponse = response_class(ApiKey.OFFSET_COMMIT)
+OffsetFetchResponse = response_class(ApiKey.OFFSET_FETCH)
+OffsetDeleteResponse = response_class(ApiKey.OFFSET_DELETE)
+
+NO_OFFSET = -1
+
+
+def _by_topic(results: dict[tuple[str, int], object]) -> dict[str, list[tuple[int, object]]]:
+    topics: dict[str, list[tuple[int, object]]] = {}
+    for (topic, partition), result in results.items():
+        topics.setdefault(topic, []).append((partition, result))
+    return topics
+
+
+async def handle_offset_commit(broker, header, request, context):
+    version = header.request_api_version
+    offsets = {
+        (topic.name, p.partition_index): OffsetCommit(
+            p.committed_offset, p.committed_leader_epoch, p.committed_metadata
+        )
+        for topic in request.topics
+        for p in topic.partitions
+    }
+    results = await broker.group_coordinator.commit_offsets(
+        request.group_id,
+        # v0 commits carry no generation: they are a plain store of offsets.
+        request.generation_id_or_member_epoch if version >= 1 else -1,
+        request.member_id if version >= 1 else "",
+        request.group_instance_id,
+        offsets,
+        retention_ms=request.retention_time_ms if 2 <= version <= 4 else -1,
+    )
+    return OffsetCommitResponse(
+        throttle_time_ms=0,
+        topics=[
+            OffsetCommitResponse.OffsetCommitResponseTopic(
+                name=topic,
+                partitions=[
+                    OffsetCommitResponse.OffsetCommitResponsePartition(
+                        partition_index=partition, error_code=code
+                    )
+                    for partition, code in partitions
+                ],
+            )
+            for topic, partitions in _by_topic(results).items()
+        ],
+    )
+
+
+def _fetch_group(broker, group_id: str, topics) -> tuple[ErrorCode, dict]:
+    partitions = (
+        None
+        if topics is None
+        else [(t.name, index) for t in topics for index in t.partition_indexes]
+    )
+    return broker.group_coordinator.fetch_offsets(group_id, partitions)
+
+
+def _partition_fields(partition: int, value, error: ErrorCode) -> dict:
+    return {
+        "partition_index": partition,
+        "committed_offset": value.offset if value else NO_OFFSET,
+        "committed_leader_epoch": value.leader_epoch if value else -1,
+        "metadata": value.metadata if value else "",
+        "error_code": error,
+    }
+
+
+async def handle_offset_fetch(broker, header, request, context):
+    version = header.request_api_version
+    if version >= 8:
+        groups = []
+        for group in request.groups:
+            error, offsets = _fetch_group(broker, group.group_id, group.topics)
+            groups.append(
+                OffsetFetchResponse.OffsetFetchResponseGroup(
+                    group_id=group.group_id,
+                    error_code=error,
+                    topics=[
+                        OffsetFetchResponse.OffsetFetchResponseTopics(
+                            name=topic,
+                            partitions=[
+                                OffsetFetchResponse.OffsetFetchResponsePartitions(
+                                    **_partition_fields(partition, value, ErrorCode.NONE)
+                                )
+                                for partition, value in partitions
+                            ],
+                        )
+                        for topic, partitions in _by_topic(offsets).items()
+                    ],
+                )
+            )
+        return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
+    error, offsets = _fetch_group(broker, request.group_id, request.topics)
+    # Before v2 the error of the group goes in every partition.
+    partition_error = error if version < 2 else ErrorCode.NONE
+    if error and version < 2:
+        offsets = {(t.name, i): None for t in request.topics or [] for i in t.partition_indexes}
+    return OffsetFetchResponse(
+        throttle_time_ms=0,
+        error_code=error,
+        topics=[
+            OffsetFetchResponse.OffsetFetchResponseTopic(
+                name=topic,
+                partitions=[
+                    OffsetFetchResponse.OffsetFetchResponsePartition(
+                        **_partition_fields(partition, value, partition_error)
+                    )
+                    for partition, value in partitions
+                ],
+            )
+            for topic, partitions in _by_topic(offsets).items()
+        ],
+    )
+
+
+async def handle_offset_delete(broker, header, request, context):
+    partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    error, results = await broker.group_coordinator.delete_offsets(request.group_id, partitions)
+    return OffsetDeleteResponse(
+        error_code=error,
+        throttle_time_ms=0,
+        topics=[
+            OffsetDeleteResponse.OffsetDeleteResponseTopic(
+                name=topic,
+                partitions=[
+                    OffsetDeleteResponse.OffsetDeleteResponsePartition(
+                        partition_index=partition, error_code=code
+                    )
+                    for partition, code in partitions
+                ],
+            )
+            for topic, partitions in _by_topic(results).items()
+        ],
+    )
