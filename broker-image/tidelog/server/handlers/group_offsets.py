@@ -3,7 +3,7 @@ answered by the group coordinator."""
 
 from __future__ import annotations
 
-from tidelog.coordinator.group_coordinator import OffsetCommit
+from tidelog.coordinator.committed_offsets import OffsetCommit
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
 

@@ -1,0 +1,185 @@
+"""Committed offsets of a group: OffsetCommit, OffsetFetch, OffsetDelete and expiry
+(seed 003, 三.8 and 三.10).
+
+A commit is accepted from a member of the current generation, or with generation -1
+into an Empty (or unknown) group: consumers that assign partitions themselves, and admin
+tools. Offsets of an Empty group expire ``offsets.retention.minutes`` after it became
+Empty. Part of :class:`~tidelog.coordinator.group_coordinator.GroupCoordinator`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from tidelog.coordinator.group import Group, GroupState
+from tidelog.coordinator.offsets_records import (
+    OffsetKey,
+    OffsetValue,
+    encode_key,
+    encode_offset_value,
+)
+from tidelog.protocol.errors import ErrorCode
+
+__all__ = ["OffsetCommit", "OffsetsMixin"]
+
+logger = logging.getLogger(__name__)
+
+State = GroupState
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class OffsetCommit:
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = ""
+
+
+class OffsetsMixin:
+    # -- offsets ------------------------------------------------------------------------------
+
+    async def commit_offsets(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        instance_id: str | None,
+        offsets: dict[TopicPartition, OffsetCommit],
+        *,
+        retention_ms: int = -1,
+    ) -> dict[TopicPartition, ErrorCode]:
+        def everywhere(code: ErrorCode) -> dict[TopicPartition, ErrorCode]:
+            return dict.fromkeys(offsets, code)
+
+        error = self.check(group_id, allow_empty=True)
+        if error:
+            return everywhere(error)
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation >= 0:
+                return everywhere(ErrorCode.ILLEGAL_GENERATION)
+            # A group that only stores offsets here (manual assignment, admin tools).
+            group = self.groups[group_id] = Group(
+                group_id, self.partition_for(group_id), self._clock_ms()
+            )
+        if group.is_in(State.DEAD):
+            return everywhere(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if group.fenced(member_id, instance_id):
+            return everywhere(ErrorCode.FENCED_INSTANCE_ID)
+        if not (generation < 0 and group.is_in(State.EMPTY)):
+            if group.is_in(State.COMPLETING_REBALANCE):
+                return everywhere(ErrorCode.REBALANCE_IN_PROGRESS)
+            member = group.members.get(member_id)
+            if member is None:
+                return everywhere(ErrorCode.UNKNOWN_MEMBER_ID)
+            if generation != group.generation:
+                return everywhere(ErrorCode.ILLEGAL_GENERATION)
+            self._schedule_session(group, member)
+        return await self._store_offsets(group, offsets, retention_ms)
+
+    async def _store_offsets(
+        self, group: Group, offsets: dict[TopicPartition, OffsetCommit], retention_ms: int
+    ) -> dict[TopicPartition, ErrorCode]:
+        now = self._clock_ms()
+        results: dict[TopicPartition, ErrorCode] = {}
+        values: dict[TopicPartition, OffsetValue] = {}
+        for key, commit in offsets.items():
+            metadata = commit.metadata or ""
+            if len(metadata.encode()) > self.config.max_metadata_bytes:
+                results[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            values[key] = OffsetValue(
+                offset=commit.offset,
+                leader_epoch=commit.leader_epoch,
+                metadata=metadata,
+                commit_timestamp=now,
+                expire_timestamp=now + retention_ms if retention_ms >= 0 else -1,
+            )
+        if values:
+            records = [
+                (encode_key(OffsetKey(group.group_id, t, p)), encode_offset_value(v))
+                for (t, p), v in values.items()
+            ]
+            error = await self._append(group.partition, records)
+            if not error and self.groups.get(group.group_id) is group:
+                group.offsets.update(values)
+            results.update(dict.fromkeys(values, error))
+        return {key: results[key] for key in offsets}
+
+    def fetch_offsets(
+        self, group_id: str, partitions: list[TopicPartition] | None
+    ) -> tuple[ErrorCode, dict[TopicPartition, OffsetValue | None]]:
+        """Committed offsets of ``partitions`` (None: all the group has)."""
+        error = self.check(group_id, allow_empty=True)
+        if error:
+            return error, {}
+        group = self.groups.get(group_id)
+        stored = group.offsets if group is not None else {}
+        if partitions is None:
+            return ErrorCode.NONE, dict(stored)
+        return ErrorCode.NONE, {key: stored.get(key) for key in partitions}
+
+    async def delete_offsets(
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """OffsetDelete: refused for topics the group's members subscribe to."""
+        error = self.check(group_id)
+        if error:
+            return error, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(State.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        subscribed: set[str] = set()
+        if not group.is_in(State.EMPTY):
+            topics = group.subscribed_topics()
+            if topics is None:
+                return ErrorCode.NON_EMPTY_GROUP, {}
+            subscribed = topics
+        results = {
+            key: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if key[0] in subscribed else ErrorCode.NONE
+            for key in partitions
+        }
+        removable = [k for k, code in results.items() if not code and k in group.offsets]
+        if removable:
+            error = await self._remove_offsets(group, removable)
+            if error:
+                return error, {}
+        return ErrorCode.NONE, results
+
+    async def _remove_offsets(self, group: Group, partitions: list[TopicPartition]) -> ErrorCode:
+        records = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in partitions]
+        error = await self._append(group.partition, records)
+        if not error:
+            for key in partitions:
+                group.offsets.pop(key, None)
+        return error
+
+    def expire_offsets(self) -> None:
+        """Drop offsets past ``offsets.retention.minutes``: an Empty group's counted from
+        when it became Empty (Kafka 2.1+), an explicit expiry time as given; a group with
+        nothing left is deleted."""
+        now = self._clock_ms()
+        retention = self.config.retention_ms
+        for group in list(self.groups.values()):
+            if group.partition not in self._loaded or not group.is_in(State.EMPTY):
+                continue
+            base = group.state_timestamp if group.protocol_type is not None else None
+            expired = [
+                key
+                for key, value in group.offsets.items()
+                if (
+                    now >= value.expire_timestamp
+                    if value.expire_timestamp >= 0
+                    else now - (base if base is not None else value.commit_timestamp) >= retention
+                )
+            ]
+            if expired or not group.offsets:
+                self._in_background(self._expire(group, expired))
+
+    async def _expire(self, group: Group, expired: list[TopicPartition]) -> None:
+        if expired and await self._remove_offsets(group, expired):
+            return
+        logger.info("group %s: %d offsets expired", group.group_id, len(expired))
+        if group.is_in(State.EMPTY) and not group.offsets:
+            await self._delete_group(group)
