@@ -164,7 +164,9 @@ class OffsetsMixin:
         for group in list(self.groups.values()):
             if group.partition not in self._loaded or not group.is_in(State.EMPTY):
                 continue
-            base = group.state_timestamp if group.protocol_type is not None else None
+            # Groups stored by Kafka before 2.1 have no time they became Empty.
+            known = group.protocol_type is not None and group.state_timestamp >= 0
+            base = group.state_timestamp if known else None
             expired = [
                 key
                 for key, value in group.offsets.items()

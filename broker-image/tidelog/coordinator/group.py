@@ -180,8 +180,14 @@ class Group:
             m.awaiting_join is not None for m in self.members.values()
         )
 
-    def not_yet_rejoined(self) -> list[Member]:
-        return [m for m in self.members.values() if m.awaiting_join is None]
+    def dynamic_not_yet_rejoined(self) -> list[Member]:
+        """Members a completing rebalance leaves out; a static member keeps its place
+        until its session ends (KIP-345)."""
+        return [
+            m
+            for m in self.members.values()
+            if m.awaiting_join is None and m.group_instance_id is None
+        ]
 
     def max_rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
@@ -217,8 +223,9 @@ class Group:
             self.protocol = self.select_protocol()
             self.transition_to(GroupState.COMPLETING_REBALANCE, now_ms)
         else:
+            # The protocol type stays: an Empty consumer group's offsets expire counted
+            # from when it became Empty (KIP-211), not from each commit.
             self.protocol = None
-            self.protocol_type = None
             self.transition_to(GroupState.EMPTY, now_ms)
 
     def join_result(self, member: Member, error: int = 0) -> JoinResult:

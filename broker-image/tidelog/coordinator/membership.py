@@ -225,12 +225,12 @@ class MembershipMixin:
             self._complete_join(group)
 
     def _complete_join(self, group: Group) -> None:
-        """Everyone who will join has: members that did not are out, the next
+        """Everyone who will join has: dynamic members that did not are out, the next
         generation starts, the leader gets everyone's metadata to compute an assignment."""
         if not group.is_in(State.PREPARING_REBALANCE):
             return
         self._cancel(group.group_id)
-        for member in group.not_yet_rejoined():
+        for member in group.dynamic_not_yet_rejoined():
             self._remove_member(group, member)
         group.init_next_generation(self._clock_ms())
         if group.is_in(State.EMPTY):
