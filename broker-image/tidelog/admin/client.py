@@ -1,21 +1,17 @@
 """High-level admin calls over :class:`BrokerConnection` (a growing subset of Kafka's
-Admin API)."""
+Admin API). Consumer groups and offsets: :mod:`tidelog.admin.groups`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from tidelog.admin.connection import BrokerConnection
+from tidelog.admin.errors import AdminError
+from tidelog.admin.groups import ConsumerGroupsMixin
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
 
 __all__ = ["AdminClient", "AdminError"]
-
-
-class AdminError(Exception):
-    def __init__(self, code: int, message: str):
-        super().__init__(message)
-        self.code = ErrorCode(code)
 
 
 def _split(address: str) -> tuple[str, int]:
@@ -23,7 +19,10 @@ def _split(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-class AdminClient:
+class AdminClient(ConsumerGroupsMixin):
+    """Admin calls over short-lived connections; ``timeout`` (seconds) bounds each
+    socket operation and the retries of a call."""
+
     def __init__(self, bootstrap: str, *, timeout: float = 30.0):
         self.bootstrap = [_split(a) for a in bootstrap.split(",")]
         self.timeout = timeout

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from tidelog.coordinator.offsets_records import GroupMetadataValue, MemberValue, OffsetValue
-from tidelog.protocol.consumer_protocol import subscribed_topics
+from tidelog.protocol.consumer_protocol import ConsumerProtocolError, decode_subscription
 
 __all__ = ["Group", "GroupState", "JoinResult", "Member", "SyncResult"]
 
@@ -252,8 +252,8 @@ class Group:
         topics: set[str] = set()
         for member in self.members.values():
             try:
-                topics |= set(subscribed_topics(member.metadata(self.protocol)))
-            except ValueError:
+                topics.update(decode_subscription(member.metadata(self.protocol)).topics)
+            except ConsumerProtocolError:
                 return None
         return topics
 
