@@ -20,10 +20,9 @@ from tidelog.admin.groups import (
     TopicPartition,
 )
 from tidelog.cli import consumer_groups as cg
-from tidelog.cli.consumer_groups import (
+from tidelog.cli.consumer_groups import UsageError, parse_args, parse_topic_args
+from tidelog.cli.group_tables import (
     OffsetRow,
-    ResetSpec,
-    UsageError,
     format_assignment,
     format_delete_offsets,
     format_export,
@@ -32,11 +31,13 @@ from tidelog.cli.consumer_groups import (
     format_offsets,
     format_reset,
     format_state,
-    parse_args,
+)
+from tidelog.cli.offset_reset import (
+    ResetError,
+    ResetSpec,
     parse_datetime,
     parse_duration,
     parse_reset_file,
-    parse_topic_args,
     reset_targets,
 )
 from tidelog.protocol.consumer_protocol import (
@@ -329,7 +330,7 @@ def test_reset_shift_by():
     plan = targets(ResetSpec("shift_by", 5), partitions=[A0, A1])
     assert plan.offsets == {A0: 35, A1: 20} and len(plan.warnings) == 1
     assert targets(ResetSpec("shift_by", -100), partitions=[A0]).offsets == {A0: 5}
-    with pytest.raises(cg.CommandError, match="Cannot shift offset for partition b-0"):
+    with pytest.raises(ResetError, match="Cannot shift offset for partition b-0"):
         targets(ResetSpec("shift_by", 1))
 
 
@@ -348,9 +349,9 @@ def test_reset_from_file_is_clamped():
 
 
 def test_reset_needs_the_log_offsets():
-    with pytest.raises(cg.CommandError, match="starting offset of topic partition: c-0"):
+    with pytest.raises(ResetError, match="starting offset of topic partition: c-0"):
         targets(ResetSpec("to_earliest"), partitions=[TP("c", 0)])
-    with pytest.raises(cg.CommandError, match="by timestamp offset of topic partition: a-0"):
+    with pytest.raises(ResetError, match="by timestamp offset of topic partition: a-0"):
         targets(ResetSpec("to_datetime", 0), partitions=[A0], by_time={})
 
 

@@ -61,6 +61,9 @@ _LEADERSHIP = frozenset(
         ErrorCode.REPLICA_NOT_AVAILABLE,
     }
 )
+# The protocol types of consumer groups, as Kafka's admin decides: ``consumer``, or empty
+# (a group that only ever had offsets committed to it).
+_CONSUMER_TYPES = (PROTOCOL_TYPE, "")
 _BACKOFF = 0.1
 _MAX_BACKOFF = 1.0
 
@@ -113,9 +116,7 @@ class GroupListing:
 
     @property
     def is_consumer_group(self) -> bool:
-        """As Kafka's admin decides: protocol type ``consumer``, or empty (a group that
-        only ever had offsets committed to it)."""
-        return self.protocol_type in (PROTOCOL_TYPE, "")
+        return self.protocol_type in _CONSUMER_TYPES
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ class GroupDescription:
 
     @property
     def is_consumer_group(self) -> bool:
-        return self.protocol_type in (PROTOCOL_TYPE, "")
+        return self.protocol_type in _CONSUMER_TYPES
 
 
 @dataclass(frozen=True)
@@ -163,11 +164,22 @@ class ListedOffset:
     leader_epoch: int | None = None
 
 
-def _tp_dicts(partitions: Iterable[TopicPartition], build: Callable[[TopicPartition], dict]):
-    by_topic: dict[str, list[dict]] = {}
+def _topics(
+    partitions: Iterable[TopicPartition],
+    build: Callable[[TopicPartition], Any],
+    key: str = "partitions",
+) -> list[dict]:
+    """A request's ``topics``: ``{"name": topic, key: [build(tp), ...]}`` for each topic,
+    in the order of their first partition."""
+    by_topic: dict[str, list] = {}
     for tp in partitions:
         by_topic.setdefault(tp.topic, []).append(build(tp))
-    return by_topic
+    return [{"name": topic, key: built} for topic, built in by_topic.items()]
+
+
+def _partition_errors(topics: Iterable[Any]) -> list[int]:
+    """The error codes of a response's partitions, topic by topic."""
+    return [p.error_code for t in topics for p in t.partitions]
 
 
 class _Deadline:
@@ -359,7 +371,7 @@ class ConsumerGroupsMixin:
                 continue
             if error != ErrorCode.NONE:
                 raise AdminError(error, f"DescribeGroups {group!r}: {error.name}")
-            consumer = described.protocol_type in (PROTOCOL_TYPE, "")
+            consumer = described.protocol_type in _CONSUMER_TYPES
             members = []
             for m in described.members:
                 assignment: tuple[TopicPartition, ...] = ()
@@ -422,10 +434,7 @@ class ConsumerGroupsMixin:
         topics = (
             None
             if wanted is None
-            else [
-                {"name": t, "partition_indexes": ps}
-                for t, ps in _tp_dicts(wanted, lambda tp: tp.partition).items()
-            ]
+            else _topics(wanted, lambda tp: tp.partition, "partition_indexes")
         )
 
         def body(version: int) -> dict:
@@ -442,8 +451,8 @@ class ConsumerGroupsMixin:
         def errors(response, version: int) -> list[int]:
             if version >= 8:
                 g = response.groups[0]
-                return [g.error_code] + [p.error_code for t in g.topics for p in t.partitions]
-            codes = [p.error_code for t in response.topics for p in t.partitions]
+                return [g.error_code, *_partition_errors(g.topics)]
+            codes = _partition_errors(response.topics)
             return [response.error_code, *codes] if version >= 2 else codes
 
         response, version, _ = self._coordinator_request(
@@ -508,17 +517,14 @@ class ConsumerGroupsMixin:
                 "group_id": group,
                 "generation_id_or_member_epoch": -1,
                 "member_id": "",
-                "topics": [
-                    {"name": t, "partitions": ps}
-                    for t, ps in _tp_dicts(sorted(wanted), partition).items()
-                ],
+                "topics": _topics(sorted(wanted), partition),
             }
 
         response, _, _ = self._coordinator_request(
             group,
             ApiKey.OFFSET_COMMIT,
             body,
-            lambda r, v: [p.error_code for t in r.topics for p in t.partitions],
+            lambda r, v: _partition_errors(r.topics),
         )
         failed = [
             (ErrorCode(p.error_code), TopicPartition(t.name, p.partition_index))
@@ -546,14 +552,9 @@ class ConsumerGroupsMixin:
             ApiKey.OFFSET_DELETE,
             lambda v: {
                 "group_id": group,
-                "topics": [
-                    {"name": t, "partitions": ps}
-                    for t, ps in _tp_dicts(
-                        wanted, lambda tp: {"partition_index": tp.partition}
-                    ).items()
-                ],
+                "topics": _topics(wanted, lambda tp: {"partition_index": tp.partition}),
             },
-            lambda r, v: [r.error_code] + [p.error_code for t in r.topics for p in t.partitions],
+            lambda r, v: [r.error_code, *_partition_errors(r.topics)],
         )
         error = ErrorCode(response.error_code)
         if error != ErrorCode.NONE:
@@ -659,13 +660,10 @@ class ConsumerGroupsMixin:
         def body(version: int) -> dict:
             out: dict[str, Any] = {
                 "replica_id": -1,
-                "topics": [
-                    {"name": t, "partitions": ps}
-                    for t, ps in _tp_dicts(
-                        partitions,
-                        lambda tp: {"partition_index": tp.partition, "timestamp": timestamps[tp]},
-                    ).items()
-                ],
+                "topics": _topics(
+                    partitions,
+                    lambda tp: {"partition_index": tp.partition, "timestamp": timestamps[tp]},
+                ),
             }
             if version >= 2:
                 out["isolation_level"] = isolation_level

@@ -14,20 +14,19 @@ Where it differs from Kafka's tool, on purpose:
   Kafka did before 3.7 (3.9 prints only the partitions).
 * Rows are sorted by topic and partition (Kafka's order is that of a hash map).
 * ``--command-config`` and ``--type`` are not supported.
+
+This module reads the options and runs the commands against the cluster; the reset
+strategies are in :mod:`tidelog.cli.offset_reset`, the tables in
+:mod:`tidelog.cli.group_tables`.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
-import datetime as dt
-import io
-import re
 import sys
-import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TextIO
 
 from tidelog.admin import AdminClient, AdminError
@@ -37,36 +36,41 @@ from tidelog.admin.groups import (
     TopicPartition,
     canonical_state,
 )
+from tidelog.cli.group_tables import (
+    MISSING,
+    OffsetRow,
+    format_delete_offsets,
+    format_export,
+    format_group_states,
+    format_members,
+    format_offsets,
+    format_reset,
+    format_state,
+)
+from tidelog.cli.offset_reset import (
+    SCENARIOS,
+    ResetError,
+    ResetPlan,
+    ResetSpec,
+    parse_datetime,
+    parse_duration,
+    parse_reset_file,
+    reset_targets,
+)
 from tidelog.protocol.consumer_protocol import ConsumerProtocolError
 from tidelog.protocol.errors import ErrorCode, ProtocolError
 
 __all__ = [
+    "CommandError",
     "Options",
-    "ResetPlan",
-    "ResetSpec",
     "UsageError",
     "main",
     "parse_args",
-    "parse_datetime",
-    "parse_duration",
     "parse_topic_args",
-    "reset_targets",
 ]
 
 PROG = "tidelog-consumer-groups"
-MISSING = "-"
 ACTIONS = ("list", "describe", "delete", "reset_offsets", "delete_offsets")
-# The reset scenarios, in the order Kafka's usage lists them.
-SCENARIOS = (
-    "to_datetime",
-    "by_duration",
-    "to_earliest",
-    "to_latest",
-    "shift_by",
-    "from_file",
-    "to_current",
-    "to_offset",
-)
 RESET_ONLY = (*SCENARIOS, "all_topics", "dry_run", "execute", "export")
 INACTIVE_STATES = ("Empty", "Dead")
 REBALANCING_STATES = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
@@ -141,63 +145,6 @@ def _parser() -> _Parser:
     return p
 
 
-_DURATION = re.compile(
-    r"([-+]?)P(?:([-+]?[0-9]+)D)?"
-    r"(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?",
-    re.IGNORECASE,
-)
-
-
-def parse_duration(text: str) -> int:
-    """An ISO-8601 duration as Java's ``Duration.parse`` reads it (``PnDTnHnMn.nS``, days
-    of 24 hours, signs allowed), in nanoseconds; ValueError otherwise."""
-    match = _DURATION.fullmatch(text.strip())
-    if (
-        match is None
-        or match.group(3) == "T"
-        or not any(match.group(i) is not None for i in (2, 4, 5, 6))
-    ):
-        raise ValueError(f"Invalid duration {text!r}: expected PnDTnHnMnS, e.g. PT30M or P1DT2H")
-    sign, days, _, hours, minutes, seconds, fraction = match.groups()
-    total = 0
-    for value, unit in ((days, 86400), (hours, 3600), (minutes, 60), (seconds, 1)):
-        if value is not None:
-            total += int(value) * unit * 10**9
-    if fraction:
-        nanos = int(fraction.ljust(9, "0"))
-        total += -nanos if seconds.startswith("-") else nanos
-    return -total if sign == "-" else total
-
-
-_DATETIME = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{3})" r"(Z|[+-]\d{2}(?::?\d{2})?)?"
-)
-
-
-def parse_datetime(text: str) -> int:
-    """``YYYY-MM-DDTHH:mm:SS.sss`` with an optional zone (``Z``, ``+HH``, ``+HHmm``,
-    ``+HH:mm``; UTC without one), as Kafka's tool reads ``--to-datetime``: epoch ms."""
-    match = _DATETIME.fullmatch(text.strip())
-    if match is None:
-        raise ValueError(
-            f"Error parsing timestamp {text!r}: expected YYYY-MM-DDTHH:mm:SS.sss with an "
-            "optional zone (Z, +HH, +HHmm or +HH:mm)"
-        )
-    *fields, millis, zone = match.groups()
-    offset = dt.timedelta(0)
-    if zone and zone != "Z":
-        digits = zone[1:].replace(":", "")
-        hours, minutes = int(digits[:2]), int(digits[2:] or 0)
-        if hours > 23 or minutes > 59:
-            raise ValueError(f"Error parsing timestamp {text!r}: bad zone offset {zone}")
-        offset = dt.timedelta(hours=hours, minutes=minutes) * (-1 if zone[0] == "-" else 1)
-    try:
-        moment = dt.datetime(*map(int, fields), int(millis) * 1000, dt.timezone(offset))
-    except ValueError as error:
-        raise ValueError(f"Error parsing timestamp {text!r}: {error}") from None
-    return round(moment.timestamp() * 1000)
-
-
 def parse_topic_args(args: Iterable[str]) -> tuple[list[TopicPartition], list[str]]:
     """``--topic`` values: ``topic:p,p`` give partitions, a bare ``topic`` all of its
     partitions. Returns ``(partitions, whole topics)``; ValueError on a bad value."""
@@ -224,123 +171,6 @@ def parse_topic_args(args: Iterable[str]) -> tuple[list[TopicPartition], list[st
                 ) from None
             partitions.append(TopicPartition(topic, partition))
     return list(dict.fromkeys(partitions)), list(dict.fromkeys(topics))
-
-
-@dataclass(frozen=True)
-class ResetSpec:
-    """One reset scenario. ``value``: the offset (to-offset), the shift (shift-by), epoch
-    ms (to-datetime) or nanoseconds (by-duration)."""
-
-    scenario: str  # a name of SCENARIOS
-    value: int | None = None
-
-    @property
-    def by_time(self) -> bool:
-        return self.scenario in ("to_datetime", "by_duration")
-
-    def timestamp(self, now_ns: int | None = None) -> int:
-        """The epoch ms to look offsets up at (to-datetime, by-duration)."""
-        if self.scenario == "to_datetime":
-            return self.value
-        now_ns = time.time_ns() if now_ns is None else now_ns
-        return (now_ns - self.value) // 1_000_000
-
-
-@dataclass
-class ResetPlan:
-    offsets: dict[TopicPartition, int]
-    warnings: list[str] = field(default_factory=list)
-
-
-def _clamp(
-    requested: Mapping[TopicPartition, int],
-    earliest: Mapping[TopicPartition, int],
-    latest: Mapping[TopicPartition, int],
-    warnings: list[str],
-) -> dict[TopicPartition, int]:
-    out = {}
-    for tp, offset in requested.items():
-        if tp not in latest or tp not in earliest:
-            raise CommandError(f"Unexpected non-existing offset value for topic partition {tp}")
-        if offset > latest[tp]:
-            warnings.append(
-                f"New offset ({offset}) is higher than latest offset for topic partition "
-                f"{tp}. Value will be set to {latest[tp]}"
-            )
-            offset = latest[tp]
-        elif offset < earliest[tp]:
-            warnings.append(
-                f"New offset ({offset}) is lower than earliest offset for topic partition "
-                f"{tp}. Value will be set to {earliest[tp]}"
-            )
-            offset = earliest[tp]
-        out[tp] = offset
-    return out
-
-
-def reset_targets(
-    spec: ResetSpec,
-    partitions: Iterable[TopicPartition],
-    *,
-    committed: Mapping[TopicPartition, int],
-    earliest: Mapping[TopicPartition, int],
-    latest: Mapping[TopicPartition, int],
-    by_time: Mapping[TopicPartition, int] | None = None,
-    from_file: Mapping[TopicPartition, int] | None = None,
-) -> ResetPlan:
-    """The new offset of each partition, as Kafka's tool computes it: to-offset, shift-by
-    and from-file are clamped into [earliest, latest] (with a warning each);
-    to-current falls back to the latest offset without a committed one; to-datetime and
-    by-duration (``by_time``: the ListOffsets answers, -1 for none) fall back to the
-    latest offset when no record is that recent. CommandError when an offset is missing.
-    """
-    partitions = sorted(set(partitions))
-    warnings: list[str] = []
-
-    def need(offsets: Mapping[TopicPartition, int], tp: TopicPartition, what: str) -> int:
-        if tp not in offsets:
-            raise CommandError(f"Error getting {what} offset of topic partition: {tp}")
-        return offsets[tp]
-
-    s = spec.scenario
-    if s == "to_offset":
-        out = _clamp({tp: spec.value for tp in partitions}, earliest, latest, warnings)
-    elif s == "shift_by":
-        requested = {}
-        for tp in partitions:
-            if tp not in committed:
-                raise CommandError(
-                    f"Cannot shift offset for partition {tp} since there is no current "
-                    "committed offset"
-                )
-            requested[tp] = committed[tp] + spec.value
-        out = _clamp(requested, earliest, latest, warnings)
-    elif s == "to_earliest":
-        out = {tp: need(earliest, tp, "starting") for tp in partitions}
-    elif s == "to_latest":
-        out = {tp: need(latest, tp, "ending") for tp in partitions}
-    elif s == "to_current":
-        out = {
-            tp: committed[tp] if tp in committed else need(latest, tp, "ending")
-            for tp in partitions
-        }
-    elif spec.by_time:
-        out = {}
-        for tp in partitions:
-            offset = need(by_time or {}, tp, "by timestamp")
-            if offset < 0:
-                warnings.append(
-                    f"Partition {tp.partition} from topic {tp.topic} is empty. "
-                    "Falling back to latest known offset."
-                )
-                offset = need(latest, tp, "ending")
-            out[tp] = offset
-    elif s == "from_file":
-        requested = {tp: (from_file or {})[tp] for tp in partitions}
-        out = _clamp(requested, earliest, latest, warnings)
-    else:
-        raise ValueError(f"unknown reset scenario {s!r}")
-    return ResetPlan(dict(sorted(out.items())), warnings)
 
 
 @dataclass
@@ -474,209 +304,6 @@ def _reset_spec(a: argparse.Namespace) -> ResetSpec:
     except ValueError as error:
         raise UsageError(str(error)) from None
     return ResetSpec(scenario, value if scenario in ("to_offset", "shift_by") else None)
-
-
-# -- formatting (pure) -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class OffsetRow:
-    group: str
-    topic: str | None
-    partition: int | None
-    offset: int | None
-    log_end_offset: int | None
-    consumer_id: str
-    host: str
-    client_id: str
-
-    @property
-    def lag(self) -> int | None:
-        if self.offset is None or self.offset == -1 or self.log_end_offset is None:
-            return None
-        return self.log_end_offset - self.offset
-
-
-def _s(value: object) -> str:
-    return MISSING if value is None else str(value)
-
-
-def format_offsets(rows: Sequence[OffsetRow]) -> str:
-    """The offsets view of one group (Kafka's column widths: at least 15 for the group,
-    topic, consumer id and host, as wide as the widest value)."""
-    g = max([15, *(len(r.group) for r in rows)])
-    t = max([15, *(len(_s(r.topic)) for r in rows)])
-    c = max([15, *(len(r.consumer_id) for r in rows)])
-    h = max([15, *(len(r.host) for r in rows)])
-
-    def line(*v: object) -> str:
-        return (
-            f"\n{v[0]:<{g}} {v[1]:<{t}} {v[2]:<10} {v[3]:<15} {v[4]:<15} {v[5]:<15} "
-            f"{v[6]:<{c}} {v[7]:<{h}} {v[8]}"
-        )
-
-    out = [
-        line(
-            "GROUP",
-            "TOPIC",
-            "PARTITION",
-            "CURRENT-OFFSET",
-            "LOG-END-OFFSET",
-            "LAG",
-            "CONSUMER-ID",
-            "HOST",
-            "CLIENT-ID",
-        )
-    ]
-    for r in rows:
-        out.append(
-            line(
-                r.group,
-                _s(r.topic),
-                _s(r.partition),
-                _s(r.offset),
-                _s(r.log_end_offset),
-                _s(r.lag),
-                r.consumer_id,
-                r.host,
-                r.client_id,
-            )
-        )
-    return "".join(out) + "\n"
-
-
-def format_assignment(partitions: Iterable[TopicPartition]) -> str:
-    """``t1(0,1), t2(0)``: each topic's partitions in ascending order, topics sorted."""
-    by_topic: dict[str, list[int]] = {}
-    for tp in partitions:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    if not by_topic:
-        return MISSING
-    return ", ".join(
-        f"{topic}({','.join(str(p) for p in sorted(ps))})" for topic, ps in sorted(by_topic.items())
-    )
-
-
-def format_members(group: str, description: GroupDescription | None, verbose: bool) -> str:
-    """The members view of one group (the header alone when it has no members)."""
-    members = list(description.members) if description else []
-    g = max([15, len(group)] if members else [15])
-    c = max([15, *(len(m.member_id) for m in members)])
-    i = max([17, *(len(m.group_instance_id or "") for m in members)])
-    h = max([15, *(len(m.client_host) for m in members)])
-    cl = max([15, *(len(m.client_id) for m in members)])
-    with_instance = any(m.group_instance_id for m in members)
-
-    def line(group_id, member, instance, host, client, count) -> str:
-        middle = f"{instance:<{i}} " if with_instance else ""
-        return f"{group_id:<{g}} {member:<{c}} {middle}{host:<{h}} {client:<{cl}} {count:<15} "
-
-    out = [
-        "\n",
-        line("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS"),
-    ]
-    out.append("ASSIGNMENT\n" if verbose else "\n")
-    for m in members:
-        out.append(
-            line(
-                group,
-                m.member_id,
-                m.group_instance_id or "",
-                m.client_host,
-                m.client_id,
-                len(m.assignment),
-            )
-        )
-        out.append(format_assignment(m.assignment) + "\n" if verbose else "\n")
-    return "".join(out)
-
-
-def format_state(description: GroupDescription) -> str:
-    node = description.coordinator
-    coordinator = f"{node.host}:{node.port}  ({node.node_id})"
-    w = max(25, len(coordinator))
-
-    def line(*v: object) -> str:
-        return f"\n{v[0]:<{w}} {v[1]:<25} {v[2]:<20} {v[3]:<15} {v[4]}"
-
-    return (
-        line("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
-        + line(
-            description.group_id,
-            coordinator,
-            description.protocol,
-            description.state,
-            len(description.members),
-        )
-        + "\n"
-    )
-
-
-def format_group_states(listings: Sequence[tuple[str, str]]) -> str:
-    """``--list --state``: GROUP and STATE columns."""
-    w = max([15, *(len(g) for g, _ in listings)]) + 10
-    lines = [f"{'GROUP':<{w}} {'STATE':<20}"]
-    lines.extend(f"{g:<{w}} {s:<20}" for g, s in listings)
-    return "".join(line + "\n" for line in lines)
-
-
-def format_reset(plans: Mapping[str, Mapping[TopicPartition, int]]) -> str:
-    """GROUP TOPIC PARTITION NEW-OFFSET, one row a partition."""
-
-    def line(*v: object) -> str:
-        return f"\n{v[0]:<30} {v[1]:<30} {v[2]:<10} {v[3]:<15}"
-
-    out = [line("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")]
-    for group, offsets in plans.items():
-        for tp, offset in sorted(offsets.items()):
-            out.append(line(group, tp.topic, tp.partition, offset))
-    return "".join(out) + "\n"
-
-
-def format_export(plans: Mapping[str, Mapping[TopicPartition, int]], with_group: bool) -> str:
-    """``--export``: CSV, ``topic,partition,offset`` (one group) or with the group first."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    for group, offsets in plans.items():
-        for tp, offset in sorted(offsets.items()):
-            row = [tp.topic, tp.partition, offset]
-            writer.writerow([group, *row] if with_group else row)
-    return buffer.getvalue()
-
-
-def parse_reset_file(text: str, groups: Sequence[str]) -> dict[str, dict[TopicPartition, int]]:
-    """A ``--from-file`` plan: ``topic,partition,offset`` lines for the one group given,
-    or ``group,topic,partition,offset``; ValueError on a bad line."""
-    plans: dict[str, dict[TopicPartition, int]] = {}
-    for number, row in enumerate(csv.reader(io.StringIO(text)), 1):
-        if not row or not "".join(row).strip():
-            continue
-        try:
-            if len(row) == 3 and len(groups) == 1:
-                group, (topic, partition, offset) = groups[0], row
-            elif len(row) == 4:
-                group, topic, partition, offset = row
-            else:
-                raise ValueError
-            plans.setdefault(group, {})[TopicPartition(topic, int(partition))] = int(offset)
-        except ValueError:
-            raise ValueError(
-                f"line {number} of the reset plan: expected "
-                + ("topic,partition,offset or " if len(groups) == 1 else "")
-                + "group,topic,partition,offset"
-            ) from None
-    return plans
-
-
-def format_delete_offsets(results: Mapping[tuple[str, int], ErrorCode]) -> str:
-    def line(*v: object) -> str:
-        return f"\n{v[0]:<30} {v[1]:<15} {v[2]:<15}"
-
-    out = [line("TOPIC", "PARTITION", "STATUS")]
-    for (topic, partition), error in sorted(results.items()):
-        status = "Successful" if error == ErrorCode.NONE else f"Error: {error.message}"
-        out.append(line(topic, partition if partition >= 0 else "Not Provided", status))
-    return "".join(out) + "\n"
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -948,15 +575,18 @@ class _Command:
                 tp: o.offset
                 for tp, o in self.admin.list_offsets(partitions, spec.timestamp()).items()
             }
-        return reset_targets(
-            spec,
-            partitions,
-            committed=committed,
-            earliest=earliest,
-            latest=latest,
-            by_time=by_time,
-            from_file=from_file,
-        )
+        try:
+            return reset_targets(
+                spec,
+                partitions,
+                committed=committed,
+                earliest=earliest,
+                latest=latest,
+                by_time=by_time,
+                from_file=from_file,
+            )
+        except ResetError as error:
+            raise CommandError(str(error)) from None
 
 
 def main(
