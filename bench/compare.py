@@ -3,17 +3,18 @@
 One ZooKeeper serves both systems (a chroot per session). Single-broker sessions
 alternate A B B A (Kafka, tidelog, tidelog, Kafka) so that drift of the machine (page
 cache, thermal, other load) falls on both; only one system runs at a time and nothing is
-pinned. Each runs S1 (produce), S2 (consume), S3 (end-to-end latency) and S6 (RSS); S4
-(1,000 partitions) and S5 (compaction) run once per system, in its first session. Then
-come the cluster sessions, alternating the same way: three brokers of one system run S7
-(replicated produce: 6 partitions, RF=3, acks=all and acks=1) and S8 (failover time
-after a kill -9 of a partition leader). The same load generators run unchanged against
-both: Kafka's ``kafka-producer-perf-test`` and ours (``bench/loadgen.py``,
-confluent-kafka).
+pinned. Each runs S1 (produce), S2 (consume), S3 (end-to-end latency), S6 (RSS), S9
+(consumer-group rebalance time) and S10 (offset commits); S4 (1,000 partitions) and S5
+(compaction) run once per system, in its first session. Then come the cluster sessions,
+alternating the same way: three brokers of one system run S7 (replicated produce: 6
+partitions, RF=3, acks=all and acks=1) and S8 (failover time after a kill -9 of a
+partition leader). The same load generators run unchanged against both: Kafka's
+``kafka-producer-perf-test`` and ours (``bench/loadgen.py`` and, for the groups,
+``bench/groupload.py``; confluent-kafka).
 
 Writes ``bench/results/<UTC date>-<short commit>.md`` and PNG plots next to it.
 Usage: ``python bench/compare.py [--quick] [--sessions N] [--cluster-sessions N]
-[--profile]``.
+[--scenarios S9,S10] [--profile]``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import confluent_kafka
+import groupload
 import loadgen
 from confluent_kafka.admin import (
     AdminClient,
@@ -66,6 +68,14 @@ BROKER_SETTINGS = {
     "log.segment.bytes": str(1024 * 1024 * 1024),
     "log.cleaner.dedupe.buffer.size": str(64 * 1024 * 1024),
     "log.cleaner.backoff.ms": "1000",
+    # Consumer groups (S9, S10). A group's first rebalance completes at once on both
+    # (Kafka's default waits 3 s for more members to come); it applies only to a group
+    # that is Empty, so not to S9's measured rebalances, which start from a Stable group.
+    # The offsets topic gets one replica (Kafka refuses to create it with more replicas
+    # than live brokers, tidelog caps its default of 3 to them): 1 in a single-broker
+    # session, where S9 and S10 run.
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.replication.factor": "1",
 }
 # What a cluster session adds: the ZooKeeper session timeout decides how soon a kill -9'd
 # broker is noticed (S8), so it is stated here although it is also BrokerProcess's
@@ -101,6 +111,9 @@ class Scale:
     s5_stable_s: float
     s7_megabytes: int  # per acks setting and tool
     s8_failovers: int
+    s9_repeats: int  # of the 4th member's join, per session: eager (range) assignor
+    s9_cooperative_repeats: int  # the same with cooperative-sticky (each takes ~2 s)
+    s10_seconds: float  # per commit mode and session
     sessions: int
     cluster_sessions: int
 
@@ -119,6 +132,9 @@ FULL = Scale(
     s5_stable_s=20,
     s7_megabytes=100,
     s8_failovers=3,
+    s9_repeats=4,
+    s9_cooperative_repeats=2,
+    s10_seconds=2,
     sessions=4,
     cluster_sessions=2,
 )
@@ -136,6 +152,9 @@ QUICK = Scale(
     s5_stable_s=4,
     s7_megabytes=4,
     s8_failovers=1,
+    s9_repeats=1,
+    s9_cooperative_repeats=1,
+    s10_seconds=0.5,
     sessions=2,
     cluster_sessions=2,
 )
@@ -143,6 +162,13 @@ QUICK = Scale(
 S1_CASES = [(size, codec) for size in (100, 1024) for codec in ("none", "lz4")]
 S7_ACKS = ("all", "1")
 S7_PARTITIONS = 6
+S9_MEMBERS = 3  # the Stable group that a 4th member joins
+S9_PARTITIONS = 12
+S9_ASSIGNORS = ("range", "cooperative-sticky")  # librdkafka's eager default, incremental
+S10_PARTITIONS = 12  # offsets per commit
+S10_WINDOW = 16  # asynchronous commits in flight
+SCENARIOS = tuple(f"S{n}" for n in range(1, 11))
+CLUSTER_SCENARIOS = {"S7", "S8"}
 
 
 # --------------------------------------------------------------------------------------
@@ -244,7 +270,11 @@ class Session:
             cpu_seconds(b.process.pid) for b in self.brokers.values() if b.process.poll() is None
         )
 
-    def record(self, scenario: str, case: str, tool: str, metric: str, value, unit: str):
+    def record(
+        self, scenario: str, case: str, tool: str, metric: str, value, unit: str, **raw
+    ) -> None:
+        """One figure; ``raw`` (such as every repeat behind a median) goes only to the
+        raw JSON."""
         self.rows.append(
             dict(
                 system=self.system,
@@ -255,6 +285,7 @@ class Session:
                 metric=metric,
                 value=value,
                 unit=unit,
+                **raw,
             )
         )
         print(f"  {self.system}#{self.number} {scenario} {case} {tool} {metric}: {value}")
@@ -571,6 +602,94 @@ def s8_failover(session: Session, scale: Scale) -> None:
     session.record("S8", case, "loadgen", "failover median", statistics.median(times), "s")
 
 
+def s9_rebalance(session: Session, scale: Scale) -> None:
+    """A Stable group of 3 consuming members, a 4th subscribes: the time until all 4 hold
+    their part of the balanced assignment (for the eager assignor, the time during which
+    the group consumes nothing), then until the 3 hold it again after the 4th leaves."""
+    repeats = {"range": scale.s9_repeats, "cooperative-sticky": scale.s9_cooperative_repeats}
+    for assignor in S9_ASSIGNORS:
+        topic = f"s9-{assignor}"
+        session.create_topic(topic, S9_PARTITIONS)
+        result = groupload.run(
+            "rebalance",
+            bootstrap=session.bootstrap,
+            topic=topic,
+            partitions=S9_PARTITIONS,
+            members=S9_MEMBERS,
+            repeats=repeats[assignor],
+            assignor=assignor,
+        )
+        case = f"{S9_MEMBERS}→{S9_MEMBERS + 1} members, {S9_PARTITIONS}p, {assignor}"
+        joins = [s * 1000 for s in result["join_s"]]
+        leaves = [s * 1000 for s in result["leave_s"]]
+        raw = {
+            k: result[k]
+            for k in (
+                "first_balanced_s",
+                "extra_callbacks",
+                "lost_callbacks",
+                "consumed",
+                "errors",
+                "client_log",
+            )
+        }
+        session.record(
+            "S9", case, "groupload", "join median", statistics.median(joins), "ms", samples=joins
+        )
+        session.record("S9", case, "groupload", "join max", max(joins), "ms")
+        session.record(
+            "S9",
+            case,
+            "groupload",
+            "leave median",
+            statistics.median(leaves),
+            "ms",
+            samples=leaves,
+            **raw,
+        )
+        if any(raw[k] for k in ("extra_callbacks", "lost_callbacks", "errors", "client_log")):
+            warn(session, f"S9 {assignor}", raw)
+
+
+def s10_commits(session: Session, scale: Scale) -> None:
+    """One member of a group, owning all 12 partitions of a topic, commits an offset for
+    each in a loop: synchronously, then with up to 16 commits in flight."""
+    topic = "s10-commits"
+    session.create_topic(topic, S10_PARTITIONS)
+    results = groupload.run(
+        "commit",
+        bootstrap=session.bootstrap,
+        topic=topic,
+        partitions=S10_PARTITIONS,
+        seconds=scale.s10_seconds,
+        window=S10_WINDOW,
+    )
+    for mode, label in (("sync", "sync"), ("async", f"async ≤{S10_WINDOW} in flight")):
+        result = results[mode]
+        case = f"{S10_PARTITIONS} offsets/commit, {label}"
+        raw = {k: result[k] for k in ("commits", "seconds", "failed", "unanswered", "out_of_order")}
+        raw |= {k: results[k] for k in ("errors", "client_log")}  # of the process: both modes
+        session.record(
+            "S10", case, "groupload", "commits", result["commits_per_s"], "commits/s", **raw
+        )
+        session.record(
+            "S10", case, "groupload", "offsets committed", result["offsets_per_s"], "offsets/s"
+        )
+        for p, value in result["latency_ms"].items():
+            session.record("S10", case, "groupload", f"commit {p}", value, "ms")
+        if any(raw[k] for k in ("failed", "unanswered", "out_of_order", "errors", "client_log")):
+            warn(session, f"S10 {mode}", raw)
+
+
+def warn(session: Session, what: str, raw: dict) -> None:
+    """A figure was taken, but the clients saw something wrong: say what."""
+    print(
+        f"WARNING {session.system}#{session.number} {what}: {json.dumps(raw)}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def start_profile(session: Session, profile: Path | None, name: str):
     if profile is None or session.system != "tidelog":
         return None
@@ -589,32 +708,52 @@ def stop_profile(spy: subprocess.Popen | None) -> None:
         spy.wait(60)
 
 
-def run_session(session: Session, scale: Scale, first: bool, profile: Path | None) -> None:
+def run_session(
+    session: Session, scale: Scale, first: bool, profile: Path | None, scenarios: set[str]
+) -> None:
+    """The chosen ``scenarios`` of S1-S6, S9, S10; S2 and S6 need S1's load, so either
+    brings S1 along."""
     print(f"== {session.system} session {session.number}", flush=True)
     with session:
-        time.sleep(2)
-        session.record("S6", "idle", "-", "RSS", rss_mb(session.pid), "MB")
-        counts = s1_produce(session, scale, profile)
-        s2_consume(session, counts, profile)
-        s3_latency(session, scale)
-        if first:
+        if "S6" in scenarios:
+            time.sleep(2)
+            session.record("S6", "idle", "-", "RSS", rss_mb(session.pid), "MB")
+        if scenarios & {"S1", "S2", "S6"}:
+            counts = s1_produce(session, scale, profile)
+        if "S2" in scenarios:
+            s2_consume(session, counts, profile)
+        if "S3" in scenarios:
+            s3_latency(session, scale)
+        if first and "S4" in scenarios:
             s4_partitions(session, scale)
+        if first and "S5" in scenarios:
             s5_compaction(session, scale)
-        # Consumer-group scenarios go here, added with groups: each as one more
-        # s<N>_<name>(session, scale).
+        if "S9" in scenarios:
+            s9_rebalance(session, scale)
+        if "S10" in scenarios:
+            s10_commits(session, scale)
 
 
-def run_cluster_session(session: Session, scale: Scale) -> None:
+def run_cluster_session(session: Session, scale: Scale, scenarios: set[str]) -> None:
     print(f"== {session.system} cluster session {session.number}", flush=True)
     with session:
-        s7_replicated_produce(session, scale)
-        s8_failover(session, scale)
+        if "S7" in scenarios:
+            s7_replicated_produce(session, scale)
+        if "S8" in scenarios:
+            s8_failover(session, scale)
 
 
 # --------------------------------------------------------------------------------------
 # Report
 
-HIGHER_IS_BETTER = ("throughput", "records", "produce", "achieved rate")
+HIGHER_IS_BETTER = (
+    "throughput",
+    "records",
+    "produce",
+    "achieved rate",
+    "commits",
+    "offsets committed",
+)
 
 
 def machine() -> dict[str, str]:
@@ -778,7 +917,18 @@ def write_report(
         + ", ".join(f"`{k}={v}`" for k, v in COMPACTED_TOPIC.items())
         + f", `segment.bytes={scale.s5_segment_bytes}`, `segment.ms={scale.s5_segment_ms}`",
         "- producers: acks=1 (S7: acks=all and acks=1), batch.size=65536, linger.ms=5 "
-        "(S3: linger.ms=1), idempotence off; consumers: assign() from offset 0, no group",
+        "(S3: linger.ms=1), idempotence off; consumers of S2 and S3: assign() from offset 0, "
+        "no group",
+        "- consumer groups (S9, S10, single-broker sessions): confluent-kafka consumers with "
+        f"`session.timeout.ms={groupload.SESSION_TIMEOUT_MS}`, "
+        f"`heartbeat.interval.ms={groupload.HEARTBEAT_INTERVAL_MS}`, "
+        f"`statistics.interval.ms={groupload.WAKE_UP_MS}` (wakes librdkafka's main thread "
+        "so that heartbeats keep their interval), otherwise librdkafka's defaults; the "
+        "offsets topic has 1 replica on both (`offsets.topic.replication.factor=1` above) "
+        "and `offsets.topic.num.partitions` is both systems' default, 50. S9: "
+        f"{S9_MEMBERS} members then a {S9_MEMBERS + 1}th on a {S9_PARTITIONS}-partition "
+        "topic fed 200 records/s, members as threads of one process; S10: one member owning "
+        f"{S10_PARTITIONS} partitions, each commit carrying {S10_PARTITIONS} offsets",
         f"- cluster sessions (S7, S8): {CLUSTER_SIZE} brokers of one system, each with the "
         "settings above plus "
         + ", ".join(f"`{k}={v}`" for k, v in CLUSTER_SETTINGS.items())
@@ -820,20 +970,34 @@ def alternating(count: int) -> list[str]:
 
 
 def run_sessions(
-    work: Path, zookeeper: str, scale: Scale, order: list[str], profile: Path | None
+    work: Path,
+    zookeeper: str,
+    scale: Scale,
+    order: list[str],
+    cluster_order: list[str],
+    profile: Path | None,
+    scenarios: set[str],
 ) -> list[Session]:
     """The single-broker sessions in ``order``, then the cluster sessions."""
     sessions = []
     for number, system in enumerate(order):
         first = system not in order[:number]
         sessions.append(Session(system, number, work, zookeeper))
-        run_session(sessions[-1], scale, first, profile)
+        run_session(sessions[-1], scale, first, profile, scenarios)
         shutil.rmtree(sessions[-1].directory, ignore_errors=True)
-    for number, system in enumerate(alternating(scale.cluster_sessions), len(order)):
+    for number, system in enumerate(cluster_order, len(order)):
         sessions.append(Session(system, number, work, zookeeper, size=CLUSTER_SIZE))
-        run_cluster_session(sessions[-1], scale)
+        run_cluster_session(sessions[-1], scale, scenarios)
         shutil.rmtree(sessions[-1].directory, ignore_errors=True)
     return sessions
+
+
+def chosen_scenarios(text: str) -> set[str]:
+    """``--scenarios S9,S10`` (case-insensitive); every scenario by default."""
+    chosen = {name.strip().upper() for name in text.split(",") if name.strip()}
+    if unknown := chosen - set(SCENARIOS):
+        raise argparse.ArgumentTypeError(f"unknown scenarios: {', '.join(sorted(unknown))}")
+    return chosen
 
 
 def main() -> None:
@@ -844,18 +1008,31 @@ def main() -> None:
         "--cluster-sessions", type=int, help="3-broker sessions (S7, S8), alternating A B B A"
     )
     parser.add_argument("--profile", action="store_true", help="py-spy the tidelog broker")
+    parser.add_argument(
+        "--scenarios",
+        type=chosen_scenarios,
+        default=set(SCENARIOS),
+        help="only these, comma-separated, e.g. S9,S10 (default: all; S2 and S6 bring S1 "
+        "along); sessions that would run none of them are skipped",
+    )
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
     scale = QUICK if args.quick else FULL
     if args.cluster_sessions is not None:
         scale = dataclasses.replace(scale, cluster_sessions=args.cluster_sessions)
+    single = args.scenarios - CLUSTER_SCENARIOS
     order = alternating(scale.sessions if args.sessions is None else args.sessions)
+    order = order if single else []
+    cluster_order = alternating(scale.cluster_sessions) if args.scenarios - single else []
     commit = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
     today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     args.output.mkdir(parents=True, exist_ok=True)
     stem = args.output / f"{today}{'-quick' if args.quick else ''}-{commit}"
+    if args.scenarios != set(SCENARIOS):  # a partial run's report is named as such
+        chosen = sorted(args.scenarios, key=lambda name: int(name[1:]))
+        stem = stem.with_name(f"{stem.name}-{'-'.join(chosen)}")
     profile = None
     if args.profile:
         profile = stem.with_name(stem.name + "-profiles")
@@ -866,10 +1043,18 @@ def main() -> None:
         work = Path(base)
         zookeeper = ZooKeeperServer(work / "zookeeper", port=0).start()
         try:
-            sessions = run_sessions(work, zookeeper.connect_string, scale, order, profile)
+            sessions = run_sessions(
+                work,
+                zookeeper.connect_string,
+                scale,
+                order,
+                cluster_order,
+                profile,
+                args.scenarios,
+            )
         finally:
             zookeeper.stop()
-    order += [f"{system} cluster" for system in alternating(scale.cluster_sessions)]
+    order += [f"{system} cluster" for system in cluster_order]
     report = write_report(stem, scale, order, sessions, time.monotonic() - began, software)
     print(f"wrote {report.relative_to(ROOT) if report.is_relative_to(ROOT) else report}")
 

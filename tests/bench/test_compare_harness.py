@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIOS = {"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8"}
+SCENARIOS = {f"S{n}" for n in range(1, 11)}
 SYSTEMS = ("kafka", "tidelog")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -46,6 +46,14 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path):
         assert {"acks=all", "acks=1"} <= s7, f"{system}: S7 measured only {s7}"
         failovers = [r["value"] for r in ours if r["metric"] == "failover time"]
         assert failovers and all(value > 0 for value in failovers), f"{system}: {failovers}"
+
+    # Each group rebalanced with both assignors and committed offsets both ways.
+    for system in SYSTEMS:
+        ours = [r for r in rows if r["system"] == system]
+        joins = {r["case"].rsplit(" ", 1)[-1] for r in ours if r["metric"] == "join median"}
+        assert joins == {"range", "cooperative-sticky"}, f"{system}: S9 measured {joins}"
+        commits = [r for r in ours if r["scenario"] == "S10" and r["metric"] == "commits"]
+        assert len(commits) == 2 and all(r["value"] > 0 for r in commits), f"{system}: {commits}"
 
     report = raw.with_name(raw.name.removesuffix("-raw.json") + ".md").read_text()
     table = [line for line in report.splitlines() if line.startswith("| S")]
