@@ -23,6 +23,20 @@ def _by_topic(results: dict[tuple[str, int], object]) -> dict[str, list[tuple[in
     return topics
 
 
+def _error_topics(topic_class, partition_class, results: dict) -> list:
+    """A response's topics with each partition's error code."""
+    return [
+        topic_class(
+            name=topic,
+            partitions=[
+                partition_class(partition_index=partition, error_code=code)
+                for partition, code in partitions
+            ],
+        )
+        for topic, partitions in _by_topic(results).items()
+    ]
+
+
 async def handle_offset_commit(broker, header, request, context):
     version = header.request_api_version
     offsets = {
@@ -43,18 +57,11 @@ async def handle_offset_commit(broker, header, request, context):
     )
     return OffsetCommitResponse(
         throttle_time_ms=0,
-        topics=[
-            OffsetCommitResponse.OffsetCommitResponseTopic(
-                name=topic,
-                partitions=[
-                    OffsetCommitResponse.OffsetCommitResponsePartition(
-                        partition_index=partition, error_code=code
-                    )
-                    for partition, code in partitions
-                ],
-            )
-            for topic, partitions in _by_topic(results).items()
-        ],
+        topics=_error_topics(
+            OffsetCommitResponse.OffsetCommitResponseTopic,
+            OffsetCommitResponse.OffsetCommitResponsePartition,
+            results,
+        ),
     )
 
 
@@ -131,16 +138,9 @@ async def handle_offset_delete(broker, header, request, context):
     return OffsetDeleteResponse(
         error_code=error,
         throttle_time_ms=0,
-        topics=[
-            OffsetDeleteResponse.OffsetDeleteResponseTopic(
-                name=topic,
-                partitions=[
-                    OffsetDeleteResponse.OffsetDeleteResponsePartition(
-                        partition_index=partition, error_code=code
-                    )
-                    for partition, code in partitions
-                ],
-            )
-            for topic, partitions in _by_topic(results).items()
-        ],
+        topics=_error_topics(
+            OffsetDeleteResponse.OffsetDeleteResponseTopic,
+            OffsetDeleteResponse.OffsetDeleteResponsePartition,
+            results,
+        ),
     )
