@@ -124,7 +124,7 @@ class Broker:
             )
             assert error == E.NONE
             log = self.replicas.partitions[(OFFSETS_TOPIC, partition)].log
-            self.coordinator.elected(partition, self.leader_epoch, log)
+            self.coordinator.elected(partition, log)
         if wait_for_load:
             await eventually(lambda: not self.coordinator.loading)
 
@@ -945,6 +945,28 @@ def test_resigning_answers_waiting_requests_with_not_coordinator(run):
         assert broker.coordinator.fetch_offsets(moving, None) == (E.NOT_COORDINATOR, {})
         # The other partition's groups are still here.
         assert broker.committed(staying) == {("t", 0): 3}
+
+    run(scenario)
+
+
+def test_staying_leader_under_a_new_leader_epoch_keeps_the_groups(run):
+    """An ISR change bumps the leader epoch without moving the leader: the coordinator
+    goes on with its groups as they are (no drop, no reload, no waiting request lost)."""
+
+    staying = group_on(0)
+
+    async def scenario(broker: Broker) -> None:
+        formed = await broker.form(staying, 1)
+        waiting = asyncio.create_task(broker.join(staying))  # a second member, held
+        await eventually(lambda: broker.state(staying) == S.PREPARING_REBALANCE)
+        _, group = broker.coordinator.describe(staying)
+
+        log = broker.replicas.partitions[(OFFSETS_TOPIC, 0)].log
+        broker.coordinator.elected(0, log)
+        assert not broker.coordinator.loading
+        assert broker.coordinator.describe(staying) == (E.NONE, group)
+        assert not waiting.done()
+        assert broker.heartbeat(staying, 1, formed.leader) == E.REBALANCE_IN_PROGRESS
 
     run(scenario)
 

@@ -129,8 +129,8 @@ class GroupCoordinator(MembershipMixin, OffsetsMixin):
         self.config = config
         self._clock_ms = clock_ms
         self.groups: dict[str, Group] = {}
-        # Offsets partitions this broker leads: leader epoch, and whether loaded.
-        self._owned: dict[int, int] = {}
+        # Offsets partitions this broker leads, and those of them loaded.
+        self._owned: set[int] = set()
         self._loaded: set[int] = set()
         self._loads: dict[int, asyncio.Task] = {}
         # Timers: per member (session), per group (rebalance, wait for SyncGroup).
@@ -159,14 +159,15 @@ class GroupCoordinator(MembershipMixin, OffsetsMixin):
     def loading(self) -> bool:
         return len(self._loaded) < len(self._owned)
 
-    def elected(self, partition: int, leader_epoch: int, log) -> None:
-        """This broker now leads offsets partition ``partition``: replay it."""
-        if self._owned.get(partition) == leader_epoch:
+    def elected(self, partition: int, log) -> None:
+        """This broker leads offsets partition ``partition``: replay it, unless it already
+        did (a new leader epoch with the same leader, after an ISR change, keeps the groups
+        as they are)."""
+        if partition in self._owned:
             return
-        self.resigned(partition)
-        self._owned[partition] = leader_epoch
+        self._owned.add(partition)
         self._loads[partition] = asyncio.create_task(
-            self._load(partition, leader_epoch, log), name=f"load-offsets-{partition}"
+            self._load(partition, log), name=f"load-offsets-{partition}"
         )
 
     def resigned(self, partition: int) -> None:
@@ -174,14 +175,15 @@ class GroupCoordinator(MembershipMixin, OffsetsMixin):
         task = self._loads.pop(partition, None)
         if task is not None:
             task.cancel()
-        if self._owned.pop(partition, None) is None:
+        if partition not in self._owned:
             return
+        self._owned.discard(partition)
         self._loaded.discard(partition)
         for group in [g for g in self.groups.values() if g.partition == partition]:
             self._drop(group, ErrorCode.NOT_COORDINATOR)
         logger.info("no longer coordinating the groups of %s-%d", OFFSETS_TOPIC, partition)
 
-    async def _load(self, partition: int, leader_epoch: int, log) -> None:
+    async def _load(self, partition: int, log) -> None:
         started = time.monotonic()
         try:
             loaded = await asyncio.to_thread(load_offsets_partition, log, log.log_end_offset)
@@ -189,8 +191,8 @@ class GroupCoordinator(MembershipMixin, OffsetsMixin):
             logger.exception("loading %s-%d failed", OFFSETS_TOPIC, partition)
             self.resigned(partition)
             return
-        if self._owned.get(partition) != leader_epoch:
-            return
+        if self._loads.get(partition) is not asyncio.current_task():
+            return  # resigned meanwhile
         self._install(partition, loaded)
         self._loaded.add(partition)
         self._loads.pop(partition, None)

@@ -142,6 +142,13 @@ class MembershipMixin:
             if group.generation != generation or joining.member_id not in group.members:
                 return JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, joining.member_id)
             self._schedule_session(group, member)
+            logger.info(
+                "group %s: static member %s is back as %s, generation %d unchanged",
+                group.group_id,
+                instance_id,
+                member.member_id,
+                group.generation,
+            )
             result = group.join_result(member)
             # The leader's assignment stands: it need not compute one (KIP-814).
             result.skip_assignment = member.member_id == group.leader

@@ -472,7 +472,7 @@ class Broker:
         """Coordinate the groups of an offsets partition this broker leads, and only those."""
         replica = self.replica_manager.partitions.get((OFFSETS_TOPIC, partition))
         if replica is not None and replica.is_leader:
-            self.group_coordinator.elected(partition, replica.leader_epoch, replica.log)
+            self.group_coordinator.elected(partition, replica.log)
         else:
             self.group_coordinator.resigned(partition)
 
