@@ -14,7 +14,11 @@ from kafka_reference.tools import run_kafka_tool
 @pytest.fixture(scope="module")
 def tool_broker(tmp_path_factory, zookeeper):
     chroot = f"{zookeeper.connect_string}/kafka-tools"
-    process = BrokerProcess(tmp_path_factory.mktemp("tools"), chroot).start()
+    process = BrokerProcess(
+        tmp_path_factory.mktemp("tools"),
+        chroot,
+        overrides={"group.initial.rebalance.delay.ms": "0"},
+    ).start()
     yield process
     assert process.stop() == 0
 
@@ -127,8 +131,7 @@ def test_console_producer_and_consumer(tool_broker):
             stdin="\n".join(lines) + "\n",
         )
     )
-    # An assigned consumer (--partition/--offset): a subscribing one needs a group
-    # coordinator, which arrives with consumer groups (issue 6).
+    # A subscribing consumer, through a consumer group.
     out = ok(
         run_kafka_tool(
             "kafka-console-consumer",
@@ -136,18 +139,15 @@ def test_console_producer_and_consumer(tool_broker):
             bootstrap,
             "--topic",
             "tools-console",
-            "--partition",
-            "0",
-            "--offset",
-            "earliest",
+            "--group",
+            "tools-console-group",
+            "--from-beginning",
             "--max-messages",
             "50",
             "--property",
             "print.key=true",
             "--property",
             "key.separator=:",
-            "--consumer-property",
-            "enable.auto.commit=false",
             "--timeout-ms",
             "20000",
         )
@@ -272,8 +272,7 @@ def test_kafka_log_dirs(tool_broker):
     assert all(f'"logDir":"{d.resolve()}"' in out for d in tool_broker.log_dirs)
 
 
-def test_producer_perf_test(tool_broker):
-    """kafka-consumer-perf-test subscribes through a group: it comes with issue 6."""
+def test_producer_and_consumer_perf_tests(tool_broker):
     bootstrap = tool_broker.bootstrap
     out = ok(
         run_kafka_tool(
@@ -292,3 +291,21 @@ def test_producer_perf_test(tool_broker):
         )
     )
     assert re.search(r"20000 records sent, [\d.]+ records/sec", out), out
+    out = ok(
+        run_kafka_tool(
+            "kafka-consumer-perf-test",
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            "tools-perf",
+            "--group",
+            "tools-perf-group",
+            "--messages",
+            "20000",
+            "--timeout",
+            "30000",
+        )
+    )
+    # start.time, end.time, MB, MB/s, records consumed, records/s, rebalance ms, ...
+    fields = [f.strip() for f in out.strip().splitlines()[-1].split(",")]
+    assert fields[4] == "20000", out
