@@ -43,7 +43,8 @@ async def _find(broker, key: str, key_type: int, listener: str) -> tuple:
 async def handle_find_coordinator(broker, header, request, context):
     keys = list(request.coordinator_keys) if header.request_api_version >= 4 else [request.key]
     found = [await _find(broker, key, request.key_type, context.listener) for key in keys]
-    error, message, node_id, host, port = found[0]
+    # Before v4 one key, answered at the top level; from v4 the top level is unused.
+    error, message, node_id, host, port = found[0] if found else (ErrorCode.NONE, None, -1, "", -1)
     return FindCoordinatorResponse(
         throttle_time_ms=0,
         error_code=error,
