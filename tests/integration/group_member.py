@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import signal
 import sys
 import threading
@@ -202,6 +203,12 @@ def main() -> None:
     parser.add_argument("--session-timeout-ms", type=int, default=10000)
     args = parser.parse_args()
 
+    # The client library's warnings (failed heartbeats, rejoins) go to the stderr file the
+    # test shows when a member misbehaves.
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
+    )
+    logging.getLogger("kafka.coordinator.heartbeat").setLevel(logging.DEBUG)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     out = Output()

@@ -15,6 +15,7 @@ their own (:mod:`integration.group_member`), so that a member can be SIGKILLed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -409,6 +410,16 @@ def settled(
     return views
 
 
+@contextlib.contextmanager
+def member_logs_on_failure(members: list[Member]):
+    """A failed wait shows the end of each member's client log (its stderr)."""
+    try:
+        yield
+    except AssertionError as error:
+        logs = "\n".join(f"--- {m.name}:\n{m.stderr()[-1500:]}" for m in members)
+        raise AssertionError(f"{error}\n{logs}") from None
+
+
 def all_consumed(produced: list[str], members: Iterable[Member]) -> bool:
     """Every produced value was printed by some member (AssertionError naming the
     missing ones, for ``wait_until`` to report)."""
@@ -468,9 +479,10 @@ def test_members_share_partitions_and_leave_or_are_evicted(groups_cluster, spawn
         staying = spawn(lib, cluster, topic, group, "staying", session_timeout_ms=30000)
         members = [doomed, leaving, staying]
 
-        views = wait_until(
-            lambda: settled(cluster, group, topic, members), "three members share the topic"
-        )
+        with member_logs_on_failure(members):
+            views = wait_until(
+                lambda: settled(cluster, group, topic, members), "three members share the topic"
+            )
         assert sorted(len(p) for p in views.values()) == [2, 2, 2], views
         wait_until(lambda: all(m.records() for m in members), "every member consumed")
 
