@@ -99,6 +99,29 @@ def _by_topic(states: Iterable) -> dict[str, list]:
 # -- the controller's side: bodies to send ---------------------------------------------------
 
 
+def _partition_fields(state: PartitionLeadership) -> dict:
+    """The partition state fields LeaderAndIsr and UpdateMetadata share."""
+    return {
+        "partition_index": state.partition,
+        "controller_epoch": state.controller_epoch,
+        "leader": state.leader,
+        "leader_epoch": state.leader_epoch,
+        "isr": list(state.isr),
+        "replicas": list(state.replicas),
+    }
+
+
+def _topic_states(topic_class, partition_state, states: Sequence[PartitionLeadership]) -> list:
+    return [
+        topic_class(
+            topic_name=topic,
+            topic_id=partitions[0].topic_id,
+            partition_states=[partition_state(s) for s in partitions],
+        )
+        for topic, partitions in _by_topic(states).items()
+    ]
+
+
 def leader_and_isr_request(
     controller_id: int,
     controller_epoch: int,
@@ -120,25 +143,13 @@ def leader_and_isr_request(
         controller_epoch=controller_epoch,
         broker_epoch=-1,
         type=INCREMENTAL,
-        topic_states=[
-            LeaderAndIsrRequest.LeaderAndIsrTopicState(
-                topic_name=topic,
-                topic_id=partitions[0].topic_id,
-                partition_states=[
-                    LeaderAndIsrRequest.LeaderAndIsrPartitionState(
-                        partition_index=s.partition,
-                        controller_epoch=s.controller_epoch,
-                        leader=s.leader,
-                        leader_epoch=s.leader_epoch,
-                        isr=list(s.isr),
-                        partition_epoch=s.zk_version,
-                        replicas=list(s.replicas),
-                    )
-                    for s in partitions
-                ],
-            )
-            for topic, partitions in _by_topic(states).items()
-        ],
+        topic_states=_topic_states(
+            LeaderAndIsrRequest.LeaderAndIsrTopicState,
+            lambda s: LeaderAndIsrRequest.LeaderAndIsrPartitionState(
+                **_partition_fields(s), partition_epoch=s.zk_version
+            ),
+            states,
+        ),
         live_leaders=live_leaders,
     )
 
@@ -153,26 +164,15 @@ def update_metadata_request(
         controller_id=controller_id,
         controller_epoch=controller_epoch,
         broker_epoch=-1,
-        topic_states=[
-            UpdateMetadataRequest.UpdateMetadataTopicState(
-                topic_name=topic,
-                topic_id=partitions[0].topic_id,
-                partition_states=[
-                    UpdateMetadataRequest.UpdateMetadataPartitionState(
-                        partition_index=s.partition,
-                        controller_epoch=s.controller_epoch,
-                        leader=s.leader,
-                        leader_epoch=s.leader_epoch,
-                        isr=list(s.isr),
-                        zk_version=s.zk_version,
-                        replicas=list(s.replicas),
-                        offline_replicas=list(s.offline_replicas),
-                    )
-                    for s in partitions
-                ],
-            )
-            for topic, partitions in _by_topic(states).items()
-        ],
+        topic_states=_topic_states(
+            UpdateMetadataRequest.UpdateMetadataTopicState,
+            lambda s: UpdateMetadataRequest.UpdateMetadataPartitionState(
+                **_partition_fields(s),
+                zk_version=s.zk_version,
+                offline_replicas=list(s.offline_replicas),
+            ),
+            states,
+        ),
         live_brokers=[
             UpdateMetadataRequest.UpdateMetadataBroker(
                 id=broker_id,
