@@ -12,8 +12,7 @@ import shutil
 
 import pytest
 
-from kafka_reference import BatchSpec, RecordSpec, kafka_libs, kafka_write_partition
-from kafka_reference.leader_epochs import run_leader_epoch_jobs
+from kafka_reference import BatchSpec, RecordSpec, kafka_libs, kafka_write_partition, run_java_jobs
 from tidelog.storage.config import LogConfig
 from tidelog.storage.leader_epoch import (
     LEADER_EPOCH_CHECKPOINT,
@@ -36,11 +35,12 @@ def libs():
 def test_checkpoint_files_are_byte_identical_and_read_both_ways(libs, tmp_path):
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     write_leader_epoch_checkpoint(ours, tuple(EpochEntry(*e) for e in ENTRIES))
-    kafka_read, _ = run_leader_epoch_jobs(
+    kafka_read, _ = run_java_jobs(
+        "KafkaLeaderEpochTool",
         [
             {"op": "read", "file": str(ours)},
             {"op": "write", "file": str(theirs), "entries": ENTRIES},
-        ]
+        ],
     )
     assert [tuple(e) for e in kafka_read["entries"]] == ENTRIES
     assert theirs.read_bytes() == ours.read_bytes()
@@ -65,7 +65,7 @@ def test_the_same_files_are_malformed_for_kafka_and_for_tidelog(libs, tmp_path):
         path = tmp_path / f"file-{number}"
         path.write_text(text)
         paths.append(path)
-    answers = run_leader_epoch_jobs([{"op": "read", "file": str(p)} for p in paths])
+    answers = run_java_jobs("KafkaLeaderEpochTool", [{"op": "read", "file": str(p)} for p in paths])
     for path, answer in zip(paths[:2], answers[:2], strict=True):
         assert answer == {"entries": []}, path.read_text()
         assert read_leader_epoch_checkpoint(path) == []
@@ -126,7 +126,7 @@ def test_the_cache_behaves_as_kafkas_under_random_operations(libs, tmp_path):
         directory = tmp_path / f"kafka-{number}"
         directory.mkdir()
         jobs.append({"op": "cache", "dir": str(directory), "steps": steps})
-    answers = run_leader_epoch_jobs(jobs)
+    answers = run_java_jobs("KafkaLeaderEpochTool", jobs)
     for number, (steps, kafka) in enumerate(zip(scenarios, answers, strict=True)):
         directory = tmp_path / f"ours-{number}"
         directory.mkdir()
@@ -161,14 +161,15 @@ def test_a_kafka_written_log_loads_with_kafkas_epoch_entries(libs, tmp_path):
     epochs = list(range(-1, 8))
     kafka_copy = tmp_path / "kafka-cache"
     shutil.copytree(kafka.path, kafka_copy)
-    (kafka_answers,) = run_leader_epoch_jobs(
+    (kafka_answers,) = run_java_jobs(
+        "KafkaLeaderEpochTool",
         [
             {
                 "op": "cache",
                 "dir": str(kafka_copy),
                 "steps": [["end_offset_for", e, log.log_end_offset] for e in epochs],
             }
-        ]
+        ],
     )
     assert [list(log.end_offset_for_epoch(e)) for e in epochs] == kafka_answers["results"]
     log.close()

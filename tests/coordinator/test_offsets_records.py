@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_reference import kafka_libs
-from kafka_reference.offsets_records import run_offsets_record_jobs
+from kafka_reference import kafka_libs, run_java_jobs
 from tidelog.coordinator.offsets_records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -344,7 +343,7 @@ def kafka():
         *(_group_job(g) for g in GROUP_VALUES),
         NEW_PROTOCOL_KEYS,
     ]
-    answers = iter(run_offsets_record_jobs(jobs))
+    answers = iter(run_java_jobs("KafkaOffsetsRecordTool", jobs))
     return {
         "offset_keys": [next(answers) for _ in OFFSET_KEYS],
         "group_keys": [next(answers) for _ in GROUP_KEYS],

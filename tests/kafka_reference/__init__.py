@@ -44,6 +44,7 @@ __all__ = [
     "java_executable",
     "kafka_libs",
     "kafka_write_partition",
+    "run_java_jobs",
     "segment_files",
     "write_partition_with_kafka",
 ]
@@ -141,6 +142,15 @@ def _java(args: Sequence[str], *, stdin: str | None = None) -> subprocess.Comple
         timeout=JVM_TIMEOUT_S,
         check=False,
     )
+
+
+def run_java_jobs(tool: str, jobs: Sequence[dict]) -> list[dict]:
+    """Run ``<tool>.java`` (beside this file) once with ``jobs`` as JSON on stdin; each
+    job's answer, in order, from the JSON list it prints last."""
+    proc = _java([str(HERE / f"{tool}.java")], stdin=json.dumps(list(jobs)))
+    if proc.returncode != 0:
+        raise RuntimeError(f"{tool} failed (exit {proc.returncode}):\n{proc.stderr}\n{proc.stdout}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 # --------------------------------------------------------------------------------------
