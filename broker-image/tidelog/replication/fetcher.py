@@ -106,9 +106,8 @@ class ReplicaFetcher:
         self._task: asyncio.Task | None = None
         self._connection: AsyncBrokerConnection | None = None
 
-    @property
-    def partitions(self) -> set[TopicPartition]:
-        return set(self._partitions)
+    def is_empty(self) -> bool:
+        return not self._partitions
 
     def add(self, topic: str, partition: int, leader_epoch: int) -> None:
         self._partitions[(topic, partition)] = _FetchState(leader_epoch)

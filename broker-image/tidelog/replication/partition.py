@@ -134,10 +134,13 @@ class Partition:
         lagging = {
             replica
             for replica in self.isr
-            if replica != self.broker_id
-            and now_ms - self.followers.get(replica, FollowerState()).last_caught_up_ms > max_lag_ms
+            if replica != self.broker_id and now_ms - self._last_caught_up_ms(replica) > max_lag_ms
         }
         return [r for r in self.isr if r not in lagging] if lagging else None
+
+    def _last_caught_up_ms(self, replica: int) -> int:
+        follower = self.followers.get(replica)
+        return follower.last_caught_up_ms if follower else 0
 
     def apply_isr(self, isr: list[int], zk_version: int) -> None:
         self.isr, self.zk_version = list(isr), zk_version

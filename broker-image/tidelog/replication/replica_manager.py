@@ -107,6 +107,12 @@ class ReplicaManager:
         zk_version: int = 0,
         controller_epoch: int = 0,
     ) -> ErrorCode:
+        current = self.partitions.get((topic, index))
+        if current is not None and leader_epoch <= current.leader_epoch:
+            # The same epoch again (a new controller repeats it) changes nothing; an
+            # older one comes from a stale controller.
+            stale = leader_epoch < current.leader_epoch
+            return ErrorCode.STALE_CONTROLLER_EPOCH if stale else ErrorCode.NONE
         try:
             log = self.log_manager.get_or_create_log(topic, index, topic_id=topic_id)
         except KafkaStorageError as error:
@@ -168,9 +174,11 @@ class ReplicaManager:
             if not any(t == topic for t, _ in self.partitions):
                 self.topic_ids.pop(topic, None)
 
-    def _leader_partition(
+    def leader_partition(
         self, topic: str, index: int, current_leader_epoch: int = -1
     ) -> tuple[Partition | None, ErrorCode]:
+        """The partition if this broker leads it at the client's leader epoch (-1: any),
+        else the error to answer with."""
         partition = self.partitions.get((topic, index))
         if partition is None:
             if (topic, index) in self.log_manager.offline_partitions:
@@ -183,13 +191,10 @@ class ReplicaManager:
             return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
         return partition, ErrorCode.NONE
 
-    def leader_partition(self, topic: str, index: int) -> tuple[Partition | None, ErrorCode]:
-        return self._leader_partition(topic, index)
-
     # -- produce ------------------------------------------------------------------------------
 
     def append(self, topic: str, index: int, records, *, acks: int) -> AppendResult:
-        partition, error = self._leader_partition(topic, index)
+        partition, error = self.leader_partition(topic, index)
         if partition is None:
             return AppendResult(error)
         log = partition.log
@@ -251,7 +256,7 @@ class ReplicaManager:
         current_leader_epoch: int = -1,
     ) -> ReadResult:
         """A consumer's read: whole batches below the high watermark."""
-        partition, error = self._leader_partition(topic, index, current_leader_epoch)
+        partition, error = self.leader_partition(topic, index, current_leader_epoch)
         if partition is None:
             return ReadResult(error)
         return self._read(partition, offset, max_bytes, partition.high_watermark, min_one_message)
@@ -269,7 +274,7 @@ class ReplicaManager:
     ) -> ReadResult:
         """A follower's read up to the log end offset. Its fetch offset is its log end
         offset: it moves the follower's state, the high watermark and maybe the ISR."""
-        partition, error = self._leader_partition(topic, index, current_leader_epoch)
+        partition, error = self.leader_partition(topic, index, current_leader_epoch)
         if partition is None:
             return ReadResult(error)
         if replica not in partition.replicas:
@@ -359,7 +364,7 @@ class ReplicaManager:
     def _stop_fetching(self, key: TopicPartition) -> None:
         for which, fetcher in list(self._fetchers.items()):
             fetcher.remove(*key)
-            if not fetcher.partitions:
+            if fetcher.is_empty():
                 del self._fetchers[which]
                 stopping = asyncio.get_running_loop().create_task(fetcher.stop())
                 self._stopping.add(stopping)

@@ -447,12 +447,6 @@ class Broker:
         errors = {}
         for state in states:
             key = (state.topic, state.partition)
-            current = self.replica_manager.partitions.get(key)
-            if current is not None and state.leader_epoch <= current.leader_epoch:
-                # The same epoch again (a new controller repeats it) changes nothing.
-                stale = state.leader_epoch < current.leader_epoch
-                errors[key] = ErrorCode.STALE_CONTROLLER_EPOCH if stale else ErrorCode.NONE
-                continue
             errors[key] = self.replica_manager.become_leader_or_follower(
                 state.topic,
                 state.topic_id,

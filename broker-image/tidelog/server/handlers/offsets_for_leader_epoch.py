@@ -25,20 +25,15 @@ OffsetForLeaderEpochResponse = response_class(ApiKey.OFFSET_FOR_LEADER_EPOCH)
 
 def _end_offset(broker, topic: str, wanted) -> tuple[ErrorCode, int, int]:
     """(error, epoch, end offset) for one partition."""
-    key = (topic, wanted.partition)
-    undefined = UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-    if key in broker.log_manager.offline_partitions:
-        return ErrorCode.KAFKA_STORAGE_ERROR, *undefined
-    partition = broker.replica_manager.partitions.get(key)
+    partition, code = broker.replica_manager.leader_partition(
+        topic, wanted.partition, wanted.current_leader_epoch
+    )
     if partition is None:
-        if broker.metadata.partition(*key) is not None:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER, *undefined
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, *undefined
-    fenced = partition.check_leader_epoch(wanted.current_leader_epoch)
-    if fenced != ErrorCode.NONE:
-        return fenced, *undefined
-    if not partition.is_leader:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER, *undefined
+        if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and broker.metadata.partition(
+            topic, wanted.partition
+        ):
+            code = ErrorCode.NOT_LEADER_OR_FOLLOWER  # hosted elsewhere
+        return code, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
     return ErrorCode.NONE, *partition.log.end_offset_for_epoch(wanted.leader_epoch)
 
 

@@ -32,26 +32,24 @@ def _partition_response(index: int, result) -> object:
     )
 
 
-async def _wait_for_isr(broker, topic: str, partitions: list, results: list, timeout_ms: int):
-    """acks=all: each appended partition's answer once its ISR has the batch."""
+async def _wait_for_isr(broker, appended: dict, timeout_ms: int) -> None:
+    """acks=all: each appended partition's answer once its ISR has the batch, all within
+    the request's one timeout. ``appended`` maps (topic, partition) to its result."""
     deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
     waits = {
-        index: broker.replica_manager.wait_for_isr(
-            topic, partition.index, result.info.last_offset + 1, deadline
-        )
-        for index, (partition, result) in enumerate(zip(partitions, results, strict=True))
+        key: broker.replica_manager.wait_for_isr(*key, result.info.last_offset + 1, deadline)
+        for key, result in appended.items()
         if result.error == ErrorCode.NONE and result.info is not None
     }
-    for index, code in zip(waits, await asyncio.gather(*waits.values()), strict=True):
+    for key, code in zip(waits, await asyncio.gather(*waits.values()), strict=True):
         if code != ErrorCode.NONE:
-            results[index] = broker.replica_manager_error(code)
+            appended[key] = broker.replica_manager_error(code)
 
 
 async def handle_produce(broker, header, request, context):
     acks = request.acks
-    responses = []
+    results = {}
     for topic in request.topic_data:
-        results = []
         for data in topic.partition_data:
             if acks not in (0, 1, -1):
                 result = broker.replica_manager_error(ErrorCode.INVALID_REQUIRED_ACKS)
@@ -66,18 +64,19 @@ async def handle_produce(broker, header, request, context):
                 result = broker.replica_manager.append(
                     topic.name, data.index, data.records, acks=acks
                 )
-            results.append(result)
-        if acks == -1:
-            await _wait_for_isr(
-                broker, topic.name, topic.partition_data, results, request.timeout_ms
-            )
-        partitions = [
-            _partition_response(data.index, result)
-            for data, result in zip(topic.partition_data, results, strict=True)
-        ]
-        responses.append(
-            ProduceResponse.TopicProduceResponse(name=topic.name, partition_responses=partitions)
+            results[(topic.name, data.index)] = result
+    if acks == -1:
+        await _wait_for_isr(broker, results, request.timeout_ms)
+    responses = [
+        ProduceResponse.TopicProduceResponse(
+            name=topic.name,
+            partition_responses=[
+                _partition_response(data.index, results[(topic.name, data.index)])
+                for data in topic.partition_data
+            ],
         )
+        for topic in request.topic_data
+    ]
     if acks == 0:
         failed = [
             (t.name, p.index, p.error_code)
