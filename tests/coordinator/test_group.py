@@ -261,3 +261,17 @@ def test_an_empty_group_read_back_is_empty():
     assert value.leader is None and value.members == []
     back = Group.from_value("g", 7, value)
     assert back.state is S.EMPTY and back.leader is None and not back.members
+
+
+def test_a_leader_that_did_not_rejoin_hands_over_to_one_that_did():
+    static_leader = member("a", "range", instance="i-a")
+    joined = member("b", "range")
+    group = group_of(static_leader, joined)
+    assert group.leader == "a"
+    joined.awaiting_join = object()  # b sent JoinGroup in this rebalance, a did not
+    group.elect_joined_leader()
+    assert group.leader == "b"
+
+    static_leader.awaiting_join = object()  # both rejoined: the leader stays
+    group.elect_joined_leader()
+    assert group.leader == "b"

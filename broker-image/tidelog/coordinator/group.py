@@ -168,6 +168,16 @@ class Group:
             self.leader = new_member_id
         return member
 
+    def elect_joined_leader(self) -> None:
+        """A leader that did not rejoin (a static member keeps its place) cannot compute
+        the assignment: a member that did takes over, as in Kafka."""
+        leader = self.members.get(self.leader) if self.leader else None
+        if leader is not None and leader.awaiting_join is not None:
+            return
+        joined = next((m for m in self.members.values() if m.awaiting_join is not None), None)
+        if joined is not None:
+            self.leader = joined.member_id
+
     def fenced(self, member_id: str, instance_id: str | None) -> bool:
         """A static member id that is no longer the one registered for its instance."""
         if instance_id is None:

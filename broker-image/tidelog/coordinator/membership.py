@@ -239,6 +239,7 @@ class MembershipMixin:
         self._cancel(group.group_id)
         for member in group.dynamic_not_yet_rejoined():
             self._remove_member(group, member)
+        group.elect_joined_leader()
         group.init_next_generation(self._clock_ms())
         if group.is_in(State.EMPTY):
             logger.info("group %s: empty at generation %d", group.group_id, group.generation)

@@ -18,31 +18,30 @@ FindCoordinatorResponse = response_class(ApiKey.FIND_COORDINATOR)
 GROUP_KEY = 0
 
 
-async def _find(broker, key: str, key_type: int, listener: str) -> tuple:
+def _not_available(message: str) -> tuple:
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE, message, -1, "", -1
+
+
+def _find(broker, key: str, key_type: int, listener: str) -> tuple:
     """(error, message, node id, host, port) for one key."""
     if key_type != GROUP_KEY:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported yet", -1, "", -1
+        return _not_available("transactions are not supported yet")
     if OFFSETS_TOPIC not in broker.metadata.topics:
-        await broker.create_offsets_topic()
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "creating the offsets topic", -1, "", -1
+        return _not_available("creating the offsets topic")
     partition = broker.metadata.partition(
         OFFSETS_TOPIC, broker.group_coordinator.partition_for(key)
     )
     endpoint = broker.metadata.endpoint(partition.leader, listener) if partition else None
     if endpoint is None:
-        return (
-            ErrorCode.COORDINATOR_NOT_AVAILABLE,
-            "the group's partition has no leader",
-            -1,
-            "",
-            -1,
-        )
+        return _not_available("the group's partition has no leader")
     return ErrorCode.NONE, None, partition.leader, *endpoint
 
 
 async def handle_find_coordinator(broker, header, request, context):
     keys = list(request.coordinator_keys) if header.request_api_version >= 4 else [request.key]
-    found = [await _find(broker, key, request.key_type, context.listener) for key in keys]
+    if request.key_type == GROUP_KEY and OFFSETS_TOPIC not in broker.metadata.topics:
+        await broker.create_offsets_topic()  # once per request, whatever the keys
+    found = [_find(broker, key, request.key_type, context.listener) for key in keys]
     # Before v4 one key, answered at the top level; from v4 the top level is unused.
     error, message, node_id, host, port = found[0] if found else (ErrorCode.NONE, None, -1, "", -1)
     return FindCoordinatorResponse(
