@@ -38,6 +38,16 @@ def zk_chroot(zookeeper: ZooKeeperServer, _zookeeper_admin: KazooClient) -> str:
 
     The chroot node exists, so kazoo clients and brokers can use it as it is.
     """
+    return _new_chroot(zookeeper, _zookeeper_admin)
+
+
+@pytest.fixture(scope="module")
+def module_chroot(zookeeper: ZooKeeperServer, _zookeeper_admin: KazooClient) -> str:
+    """Like ``zk_chroot``, shared by the tests of one module."""
+    return _new_chroot(zookeeper, _zookeeper_admin)
+
+
+def _new_chroot(zookeeper: ZooKeeperServer, admin: KazooClient) -> str:
     path = f"/test-{uuid.uuid4().hex}"
-    _zookeeper_admin.create(path)
+    admin.create(path)
     return f"{zookeeper.connect_string}{path}"

@@ -861,12 +861,8 @@ def test_offsets_of_a_group_expire_only_after_retention_from_when_it_became_empt
     """Kafka 2.1+ (KIP-211): while a group has members its offsets never expire; once it is
     Empty, they expire ``offsets.retention.minutes`` after it became Empty, however old
     their commits are.
-
-    FAILS (bug, reported to the lead): ``Group.init_next_generation`` sets
-    ``protocol_type = None`` when the group becomes Empty, so ``expire_offsets`` takes it
-    for a group that never had members and counts retention from each commit: offsets
-    committed more than the retention ago are dropped at the first expiry run after the
-    last member left."""
+    An Empty group keeps its protocol type for this: without it, retention counted from
+    each commit and a long-lived consumer's offsets went at its last member's leave."""
 
     async def scenario(broker: Broker) -> None:
         formed = await broker.form("g", 1)
@@ -891,10 +887,7 @@ def test_offsets_of_a_group_expire_only_after_retention_from_when_it_became_empt
 def test_an_empty_group_stored_without_a_state_time_counts_retention_from_commits(run):
     """GroupMetadataValue v0 and v1 (Kafka before 2.1) have no current_state_timestamp: Kafka
     then counts an Empty group's retention from each offset's commit time.
-
-    FAILS (bug, reported to the lead): the loaded group's ``state_timestamp`` is -1, and
-    ``expire_offsets`` takes it as the time the group became Empty, so every offset of such
-    a group expires at the first expiry run after the load."""
+    Such a loaded group's state time is -1, which must not count as "Empty since"."""
 
     async def scenario(broker: Broker) -> None:
         now = broker.clock()

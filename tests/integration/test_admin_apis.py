@@ -43,13 +43,6 @@ HOUR_MS = 60 * 60 * 1000
 
 
 @pytest.fixture(scope="module")
-def module_chroot(zookeeper, _zookeeper_admin) -> str:
-    path = f"/test-{uuid.uuid4().hex}"
-    _zookeeper_admin.create(path)
-    return f"{zookeeper.connect_string}{path}"
-
-
-@pytest.fixture(scope="module")
 def broker(tmp_path_factory, module_chroot):
     process = BrokerProcess(
         tmp_path_factory.mktemp("admin") / "broker",

@@ -25,7 +25,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -443,13 +442,6 @@ def assert_each_record_once_but_the_uncommitted(produced: list[str], members: li
 
 
 @pytest.fixture(scope="module")
-def module_chroot(zookeeper, _zookeeper_admin) -> str:
-    path = f"/test-{uuid.uuid4().hex}"
-    _zookeeper_admin.create(path)
-    return f"{zookeeper.connect_string}{path}"
-
-
-@pytest.fixture(scope="module")
 def groups_cluster(tmp_path_factory, module_chroot):
     """Three brokers shared by the membership tests (each uses topics and groups of its
     own), with the offsets topic created."""
@@ -496,15 +488,17 @@ def test_members_share_partitions_and_leave_or_are_evicted(groups_cluster, spawn
         evicted = f"member {doomed_id} sent no heartbeat"
         assert any(evicted in b.log() for b in cluster.brokers.values()), evicted
 
-        # A closing member sends LeaveGroup: the rebalance does not wait for its session.
-        closed_at = time.monotonic()
+        # A closing member sends LeaveGroup: the rebalance does not wait for its session
+        # (30 s, longer than this wait), and the coordinator says why it rebalanced.
+        leaving_id = leaving.member_id
         leaving.close()
         wait_until(
             lambda: settled(cluster, group, topic, [staying]),
             "the last member owns every partition",
+            timeout=20,
         )
-        rebalance_seconds = time.monotonic() - closed_at
-        assert rebalance_seconds < 10, f"{rebalance_seconds:.1f} s for a 30 s session"
+        left = f"({leaving_id} left)"
+        assert any(left in b.log() for b in cluster.brokers.values()), left
         leaving.wait_closed()
     finally:
         produced = producer.stop()
@@ -556,6 +550,7 @@ def test_a_static_member_restarted_within_its_session_gets_its_partitions_back(
         wait_until(lambda: all(m.records() for m in members.values()), "every member consumed")
         before = describe(cluster, group, topic)
         seen = generations(cluster, group)
+        assert seen, "the brokers' logs name no generation of the group"
         bystander_assignments = len(members["bystander"].assignments)
 
         members["killed"].kill()
