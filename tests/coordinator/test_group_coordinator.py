@@ -1015,3 +1015,24 @@ def test_a_loaded_member_that_sends_nothing_is_removed_at_its_session_timeout(ru
         assert broker.heartbeat("g", 1, member) == E.UNKNOWN_MEMBER_ID
 
     run(scenario)
+
+
+def test_the_initial_rebalance_delay_gathers_members_that_join_during_it(run):
+    """An Empty group's first rebalance waits group.initial.rebalance.delay.ms, longer
+    while members keep coming (up to the rebalance timeout): members that join a little
+    apart still form one generation, which the all-joined check alone would not wait for."""
+
+    async def scenario(broker: Broker) -> None:
+        first = asyncio.create_task(broker.join("g"))
+        await asyncio.sleep(0.6)  # inside the first delay (1 s)
+        second = asyncio.create_task(broker.join("g"))
+        await asyncio.sleep(0.8)  # past the first delay, inside the one it added
+        assert broker.state("g") == S.PREPARING_REBALANCE and not first.done()
+        third = asyncio.create_task(broker.join("g"))
+        results = [await within(task) for task in (first, second, third)]
+        assert {r.error for r in results} == {E.NONE}
+        assert {r.generation for r in results} == {1}
+        assert sum(1 for r in results if r.members) == 1  # the leader's answer
+        assert len(next(r for r in results if r.members).members) == 3
+
+    run(scenario, initial_rebalance_delay_ms=1000)

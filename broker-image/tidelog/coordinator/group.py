@@ -118,7 +118,10 @@ class Group:
         self.static_members: dict[str, str] = {}  # group instance id -> member id
         self.pending_members: set[str] = set()  # told MEMBER_ID_REQUIRED, not yet back
         self.offsets: dict[TopicPartition, OffsetValue] = {}
-        self.new_member_added = False  # extends the initial rebalance delay
+        # The first rebalance of an Empty group waits group.initial.rebalance.delay.ms
+        # for others to join, longer while they keep coming.
+        self.in_initial_delay = False
+        self.new_member_added = False
 
     def __repr__(self) -> str:
         return f"Group({self.group_id!r}, {self.state.value}, generation {self.generation})"

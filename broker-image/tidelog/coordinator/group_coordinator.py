@@ -136,9 +136,7 @@ class GroupCoordinator(MembershipMixin, OffsetsMixin):
         self._loaded: set[int] = set()
         self._loads: dict[int, asyncio.Task] = {}
         # Timers: per member (session), per group (rebalance, wait for SyncGroup).
-        self._member_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
-        self._group_timers: dict[str, asyncio.TimerHandle] = {}
-        self._initial_delays: set[str] = set()  # groups in their initial rebalance delay
+        self._timers: dict[str | tuple[str, str], asyncio.TimerHandle] = {}
         self._background: set[asyncio.Task] = set()
 
     # -- ownership ----------------------------------------------------------------------------
@@ -310,16 +308,12 @@ class GroupCoordinator(MembershipMixin, OffsetsMixin):
     # -- timers and answers ---------------------------------------------------------------------
 
     def _call_later(self, key, delay_ms: int, callback, *args) -> None:
+        """One timer per key: a group id (its rebalance) or (group id, member id)."""
         self._cancel(key)
-        timers = self._group_timers if isinstance(key, str) else self._member_timers
-        timers[key] = asyncio.get_running_loop().call_later(delay_ms / 1000, callback, *args)
-        if callback == self._initial_delay_over:
-            self._initial_delays.add(key)
+        self._timers[key] = asyncio.get_running_loop().call_later(delay_ms / 1000, callback, *args)
 
     def _cancel(self, key) -> None:
-        timers = self._group_timers if isinstance(key, str) else self._member_timers
-        self._initial_delays.discard(key)
-        handle = timers.pop(key, None)
+        handle = self._timers.pop(key, None)
         if handle is not None:
             handle.cancel()
 

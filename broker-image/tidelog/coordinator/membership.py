@@ -203,30 +203,27 @@ class MembershipMixin:
             delay = self.config.initial_rebalance_delay_ms
             remaining = max(group.max_rebalance_timeout_ms() - delay, 0)
             group.new_member_added = False
-            self._start_rebalance_timer(group, delay, self._initial_delay_over, group, remaining)
+            group.in_initial_delay = True
+            self._call_later(group.group_id, delay, self._initial_delay_over, group, remaining)
         else:
             timeout = group.max_rebalance_timeout_ms()
-            self._start_rebalance_timer(group, timeout, self._complete_join, group)
+            self._call_later(group.group_id, timeout, self._complete_join, group)
             self._try_complete_join(group)
-
-    def _start_rebalance_timer(self, group: Group, delay_ms: int, callback, *args) -> None:
-        self._call_later(group.group_id, delay_ms, callback, *args)
 
     def _initial_delay_over(self, group: Group, remaining_ms: int) -> None:
         if group.new_member_added and remaining_ms > 0:
             delay = min(self.config.initial_rebalance_delay_ms, remaining_ms)
             group.new_member_added = False
-            self._start_rebalance_timer(
-                group, delay, self._initial_delay_over, group, remaining_ms - delay
+            self._call_later(
+                group.group_id, delay, self._initial_delay_over, group, remaining_ms - delay
             )
         else:
             self._complete_join(group)
 
     def _try_complete_join(self, group: Group) -> None:
-        waiting_initial = group.group_id in self._initial_delays
         if (
             group.is_in(State.PREPARING_REBALANCE)
-            and not waiting_initial
+            and not group.in_initial_delay
             and group.all_members_joined()
         ):
             self._complete_join(group)
@@ -237,6 +234,7 @@ class MembershipMixin:
         if not group.is_in(State.PREPARING_REBALANCE):
             return
         self._cancel(group.group_id)
+        group.in_initial_delay = False
         for member in group.dynamic_not_yet_rejoined():
             self._remove_member(group, member)
         group.elect_joined_leader()
