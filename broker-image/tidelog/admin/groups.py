@@ -14,6 +14,7 @@ same calls work against tidelog and against Apache Kafka.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -111,7 +112,7 @@ class Node:
 class GroupListing:
     group_id: str
     protocol_type: str
-    state: str | None = None  # None when the broker does not say (ListGroups < v4)
+    state: str | None = None  # Kafka's state name
     group_type: str | None = None  # None before ListGroups v5
 
     @property
@@ -305,7 +306,7 @@ class ConsumerGroupsMixin:
         """Every group of the cluster (ListGroups to every broker, as Kafka's admin does),
         optionally only those in ``states`` (Kafka's state names, any case). A broker
         without ListGroups v4 does not report states: they are then read with
-        DescribeGroups."""
+        DescribeGroups, so every listing has its state."""
         states = sorted({canonical_state(s) for s in states or ()})
         brokers = self.metadata([]).brokers
         found: dict[str, GroupListing] = {}
@@ -313,13 +314,14 @@ class ConsumerGroupsMixin:
             for listing in self._list_groups_on((broker.host, broker.port), states):
                 found.setdefault(listing.group_id, listing)
         listings = list(found.values())
-        if states and any(listing.state is None for listing in listings):
-            described = self.describe_groups([g.group_id for g in listings])
+        missing = [g.group_id for g in listings if g.state is None]
+        if missing:
+            described = self.describe_groups(missing)
             listings = [
-                GroupListing(g.group_id, g.protocol_type, described[g.group_id].state)
+                dataclasses.replace(g, state=described[g.group_id].state) if g.state is None else g
                 for g in listings
-                if described[g.group_id].state in states
             ]
+            listings = [g for g in listings if not states or g.state in states]
         return sorted(listings, key=lambda g: g.group_id)
 
     def _list_groups_on(self, address: tuple[str, int], states: list[str]) -> list[GroupListing]:

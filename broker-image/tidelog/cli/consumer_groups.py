@@ -362,11 +362,7 @@ class _Command:
         listings = [
             g for g in self.admin.list_groups(self.o.list_states or None) if g.is_consumer_group
         ]
-        missing = [g.group_id for g in listings if g.state is None]
-        states = (
-            {g: d.state for g, d in self.admin.describe_groups(missing).items()} if missing else {}
-        )
-        rows = [(g.group_id, g.state or states[g.group_id]) for g in listings]
+        rows = [(g.group_id, g.state) for g in listings]
         self.out.write(format_group_states(rows))
 
     # -- describe
