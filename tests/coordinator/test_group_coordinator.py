@@ -857,6 +857,28 @@ def test_an_explicit_retention_time_of_a_commit_is_kept(run):
     run(scenario)
 
 
+def test_a_stable_group_loses_only_offsets_of_topics_it_no_longer_subscribes_to(run):
+    """KIP-496: while a consumer group is Stable, offsets of a topic none of its members
+    subscribes to expire ``offsets.retention.minutes`` after their commit; those of
+    subscribed topics never do."""
+
+    async def scenario(broker: Broker) -> None:
+        formed = await broker.form("g", 1)  # subscribed to "orders"
+        (member,) = formed.members
+        await broker.commit("g", {("orders", 0): 5, ("old-topic", 0): 7}, 1, member)
+        broker.coordinator.expire_offsets()
+        await asyncio.sleep(0.05)
+        assert broker.committed("g") == {("orders", 0): 5, ("old-topic", 0): 7}
+
+        broker.clock.advance(RETENTION_MS + 1)
+        broker.heartbeat("g", 1, member)  # the member is alive throughout
+        broker.coordinator.expire_offsets()
+        await eventually(lambda: broker.committed("g") == {("orders", 0): 5})
+        assert broker.state("g") == S.STABLE
+
+    run(scenario)
+
+
 def test_offsets_of_a_group_expire_only_after_retention_from_when_it_became_empty(run):
     """Kafka 2.1+ (KIP-211): while a group has members its offsets never expire; once it is
     Empty, they expire ``offsets.retention.minutes`` after it became Empty, however old

@@ -157,26 +157,34 @@ class OffsetsMixin:
 
     def expire_offsets(self) -> None:
         """Drop offsets past ``offsets.retention.minutes``: an Empty group's counted from
-        when it became Empty (Kafka 2.1+), an explicit expiry time as given; a group with
-        nothing left is deleted."""
+        when it became Empty (KIP-211), a Stable consumer group's only for topics it no
+        longer subscribes to, counted from their commits (KIP-496); an explicit expiry
+        time as given. An Empty group with nothing left is deleted."""
         now = self._clock_ms()
         retention = self.config.retention_ms
         for group in list(self.groups.values()):
-            if group.partition not in self._loaded or not group.is_in(State.EMPTY):
+            if group.partition not in self._loaded:
                 continue
-            # Groups stored by Kafka before 2.1 have no time they became Empty.
-            known = group.protocol_type is not None and group.state_timestamp >= 0
-            base = group.state_timestamp if known else None
+            if group.is_in(State.EMPTY):
+                # Groups stored by Kafka before 2.1 have no time they became Empty.
+                known = group.protocol_type is not None and group.state_timestamp >= 0
+                base = group.state_timestamp if known else None
+                candidates = group.offsets
+            elif group.is_in(State.STABLE) and (topics := group.subscribed_topics()) is not None:
+                base = None
+                candidates = {k: v for k, v in group.offsets.items() if k[0] not in topics}
+            else:
+                continue
             expired = [
                 key
-                for key, value in group.offsets.items()
+                for key, value in candidates.items()
                 if (
                     now >= value.expire_timestamp
                     if value.expire_timestamp >= 0
                     else now - (base if base is not None else value.commit_timestamp) >= retention
                 )
             ]
-            if expired or not group.offsets:
+            if expired or (group.is_in(State.EMPTY) and not group.offsets):
                 self._in_background(self._expire(group, expired))
 
     async def _expire(self, group: Group, expired: list[TopicPartition]) -> None:
