@@ -105,6 +105,15 @@ class Cluster:
     def running(self) -> list[int]:
         return [b for b in self.brokers if self.is_running(b)]
 
+    @property
+    def bootstrap(self) -> str:
+        """Every broker's address, as a client is configured (some may be down)."""
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    @property
+    def running_bootstrap(self) -> str:
+        return ",".join(self.brokers[b].bootstrap for b in self.running)
+
     # -- what the brokers say ------------------------------------------------------------
 
     def connect(self, broker_id: int) -> BrokerConnection:

@@ -66,6 +66,21 @@ def next_offsets(records: list[tuple[int, int, bytes]]) -> dict[int, int]:
     return offsets
 
 
+def python_client_settings(args: argparse.Namespace) -> dict:
+    """kafka-python's and aiokafka's consumer settings (the same names in both)."""
+    return {
+        "bootstrap_servers": args.bootstrap,
+        "group_id": args.group,
+        "client_id": args.client_id,
+        "group_instance_id": args.instance_id or None,
+        "enable_auto_commit": False,  # committed below, after processing
+        "auto_offset_reset": OFFSET_RESET,
+        "session_timeout_ms": args.session_timeout_ms,
+        "heartbeat_interval_ms": HEARTBEAT_INTERVAL_MS,
+        "metadata_max_age_ms": 1000,
+    }
+
+
 def run_confluent(args: argparse.Namespace, stop: threading.Event, out: Output) -> None:
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
@@ -112,17 +127,7 @@ def run_kafka_python(args: argparse.Namespace, stop: threading.Event, out: Outpu
     from kafka.errors import KafkaError
     from kafka.structs import OffsetAndMetadata
 
-    consumer = KafkaConsumer(
-        bootstrap_servers=args.bootstrap,
-        group_id=args.group,
-        client_id=args.client_id,
-        group_instance_id=args.instance_id or None,
-        enable_auto_commit=False,  # committed below, after processing
-        auto_offset_reset=OFFSET_RESET,
-        session_timeout_ms=args.session_timeout_ms,
-        heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
-        metadata_max_age_ms=1000,
-    )
+    consumer = KafkaConsumer(**python_client_settings(args))
     consumer.subscribe([args.topic])
     try:
         while not stop.is_set():
@@ -155,17 +160,7 @@ async def run_aiokafka(args: argparse.Namespace, stop: threading.Event, out: Out
     from aiokafka import AIOKafkaConsumer, TopicPartition
     from aiokafka.errors import KafkaError
 
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=args.bootstrap,
-        group_id=args.group,
-        client_id=args.client_id,
-        group_instance_id=args.instance_id or None,
-        enable_auto_commit=False,  # committed below, after processing
-        auto_offset_reset=OFFSET_RESET,
-        session_timeout_ms=args.session_timeout_ms,
-        heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
-        metadata_max_age_ms=1000,
-    )
+    consumer = AIOKafkaConsumer(**python_client_settings(args))
     await consumer.start()
     consumer.subscribe([args.topic])
     try:

@@ -182,16 +182,12 @@ def commit(cluster: Cluster, group: str, topic: str, offsets: dict[int, int]) ->
 
 
 def end_offsets(cluster: Cluster, topic: str, partitions: int) -> dict[int, int]:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap(cluster), group_id=None)
+    consumer = KafkaConsumer(bootstrap_servers=cluster.running_bootstrap, group_id=None)
     try:
         ends = consumer.end_offsets([TopicPartition(topic, p) for p in range(partitions)])
     finally:
         consumer.close()
     return {tp.partition: offset for tp, offset in ends.items()}
-
-
-def bootstrap(cluster: Cluster) -> str:
-    return ",".join(cluster.brokers[b].bootstrap for b in cluster.running)
 
 
 def generations(cluster: Cluster, group: str) -> list[int]:
@@ -307,7 +303,7 @@ def spawn(tmp_path):
             "-m",
             "integration.group_member",
             f"--lib={lib}",
-            f"--bootstrap={bootstrap(cluster)}",
+            f"--bootstrap={cluster.running_bootstrap}",
             f"--topic={topic}",
             f"--group={group}",
             f"--client-id={name}",
@@ -334,7 +330,7 @@ class SteadyProducer:
 
     def __init__(self, cluster: Cluster, topic: str, tag: str):
         self.producer = Producer(
-            {"bootstrap.servers": bootstrap(cluster), "acks": "all", "linger.ms": 5}
+            {"bootstrap.servers": cluster.running_bootstrap, "acks": "all", "linger.ms": 5}
         )
         self.topic, self.tag = topic, tag
         self.acknowledged: list[str] = []
@@ -372,7 +368,7 @@ class SteadyProducer:
 
 
 def produce(cluster: Cluster, topic: str, values: list[str]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap(cluster), "acks": "all"})
+    producer = Producer({"bootstrap.servers": cluster.running_bootstrap, "acks": "all"})
     failures = []
     for n, value in enumerate(values):
         producer.produce(
@@ -724,7 +720,7 @@ def offset_records(cluster: Cluster, group: str) -> tuple[int, int]:
     partition holds, read from the beginning by a consumer without a group; and the
     partition's end offset."""
     partition = TopicPartition(OFFSETS_TOPIC, partition_for(group, 50))
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap(cluster), group_id=None)
+    consumer = KafkaConsumer(bootstrap_servers=cluster.running_bootstrap, group_id=None)
     try:
         consumer.assign([partition])
         consumer.seek_to_beginning(partition)

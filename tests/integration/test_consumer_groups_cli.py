@@ -64,7 +64,7 @@ def target(request, tmp_path, zk_chroot):
             broker.stop()
     else:
         cluster = request.getfixturevalue("cluster")
-        bootstrap = ",".join(b.bootstrap for b in cluster.brokers.values())
+        bootstrap = cluster.bootstrap
         yield Target("tidelog", bootstrap, len(cluster.brokers))
 
 

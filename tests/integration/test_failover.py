@@ -131,7 +131,7 @@ def test_no_acknowledged_record_is_lost_or_duplicated_through_failures(tmp_path,
             replication_factor=3,
             configs={"min.insync.replicas": "2"},
         )
-        bootstrap = ",".join(b.bootstrap for b in cluster.brokers.values())
+        bootstrap = cluster.bootstrap
         with ContinuousProducer(bootstrap) as producer:
             for fault in schedule:
                 before = producer.count()

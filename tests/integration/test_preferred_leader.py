@@ -121,7 +121,7 @@ def test_elect_leaders_moves_leadership_to_the_preferred_replicas(static_cluster
 def test_kafka_leader_election_tool_elects_the_preferred_replicas(static_cluster):
     cluster = static_cluster
     move_leaders_off_preferred(cluster)
-    bootstrap = ",".join(broker.bootstrap for broker in cluster.brokers.values())
+    bootstrap = cluster.bootstrap
     result = run_kafka_tool(
         "kafka-leader-election",
         "--bootstrap-server",

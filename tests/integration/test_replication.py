@@ -74,7 +74,7 @@ def test_followers_copy_their_leaders_byte_for_byte(tmp_path, zk_chroot):
         cluster.create_topic(
             "copied", partitions=3, replication_factor=3, configs={"min.insync.replicas": "2"}
         )
-        bootstrap = ",".join(b.bootstrap for b in cluster.brokers.values())
+        bootstrap = cluster.bootstrap
         for partition in range(3):
             values = [f"p{partition}-{i}".encode() for i in range(500)]
             produce(bootstrap, "copied", values, partition, acks="all")
@@ -238,7 +238,7 @@ def test_a_broker_back_after_a_deletion_drops_the_deleted_topics_data(tmp_path, 
     same name: that broker's old directories must not come back as the new topic's."""
     with Cluster(tmp_path, zk_chroot, size=3) as cluster:
         cluster.create_topic("reused", partitions=3, replication_factor=3)
-        bootstrap = ",".join(b.bootstrap for b in cluster.brokers.values())
+        bootstrap = cluster.bootstrap
         for partition in range(3):
             produce(bootstrap, "reused", [b"old"] * 20, partition, acks="all")
         cluster.brokers[3].kill()
@@ -252,7 +252,7 @@ def test_a_broker_back_after_a_deletion_drops_the_deleted_topics_data(tmp_path, 
         cluster.brokers[3].start()
         wait_until(cluster.all_known, "broker 3 is back")
         cluster.create_topic("reused", partitions=3, replication_factor=3)
-        live = ",".join(b.bootstrap for b in cluster.brokers.values())
+        live = cluster.bootstrap
         for partition in range(3):
             fresh = [f"new-{partition}-{i}".encode() for i in range(5)]
             produce(live, "reused", fresh, partition, acks="all")
