@@ -14,19 +14,17 @@ tidelog's cache directory.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import NoReturn
+
+from tidelog.child_process import die_with_parent
 
 __all__ = [
     "LIBS_ENV_VAR",
@@ -60,7 +58,6 @@ _HOW_TO_FIX = "run `make zookeeper-libs` (needs Java 17 and Maven)"
 _POLL_INTERVAL_S = 0.05
 # Short: whatever else may hold the port accepts the probe and never answers it.
 _PROBE_TIMEOUT_S = 0.5
-_PR_SET_PDEATHSIG = 1
 # The first line of a Java stack trace, e.g. "java.net.BindException: Address already in use".
 _THROWABLE = re.compile(
     r"^(Error: |(Exception in thread \S+ )?([\w$]+\.)+[\w$]*(Exception|Error)\b)"
@@ -139,22 +136,6 @@ def _free_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """On Linux, a ``preexec_fn`` that makes the JVM get SIGTERM when its parent dies.
-
-    So a killed test run or launcher leaves no server holding its port. The kernel ties this
-    to the thread that started the process: start servers from a thread that outlives them.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    sigterm = int(signal.SIGTERM)
-    return lambda: prctl(_PR_SET_PDEATHSIG, sigterm)
 
 
 def _properties_value(value: object) -> str:
@@ -322,7 +303,7 @@ class ZooKeeperServer:
                 stderr=subprocess.STDOUT,
                 cwd=self.data_dir,
                 start_new_session=True,  # Ctrl-C in a terminal reaches us, not the JVM
-                preexec_fn=_die_with_parent(),
+                preexec_fn=die_with_parent(),
             )
 
     def _serving(self) -> bool:
