@@ -21,14 +21,31 @@ ZOOKEEPER_STAMP := $(ZOOKEEPER_LIBS)/.complete
 
 export TIDELOG_ZOOKEEPER_LIBS := $(ZOOKEEPER_LIBS)
 
-.PHONY: setup run test lint bench bench-storage kafka-libs zookeeper-libs clean
+# Kubernetes-side tools, built from their Go modules (tools/k8s/build.sh) and cached per
+# version: a real API server for the operator's tests, kubectl, helm and kind. One
+# Kubernetes minor version throughout: the kubernetes Python client (pyproject.toml) and
+# kind's node image follow it.
+KUBERNETES_VERSION := v1.31.4
+ETCD_VERSION := v3.5.17
+HELM_VERSION := v3.16.4
+KIND_VERSION := v0.24.0
+K8S_TOOLS := $(CACHE_DIR)/k8s
+K8S_TOOL_DIRS := $(K8S_TOOLS)/kubernetes-$(KUBERNETES_VERSION) $(K8S_TOOLS)/etcd-$(ETCD_VERSION) \
+    $(K8S_TOOLS)/helm-$(HELM_VERSION) $(K8S_TOOLS)/kind-$(KIND_VERSION)
+empty :=
+space := $(empty) $(empty)
+
+# Where the tests look for these binaries, as a PATH-like list.
+export TIDELOG_K8S_PATH := $(subst $(space),:,$(K8S_TOOL_DIRS))
+
+.PHONY: setup run test lint bench bench-storage kafka-libs zookeeper-libs k8s-tools k8s-env clean
 
 setup: $(STAMP) zookeeper-libs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[broker,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[broker,operator,dev]'
 	touch $@
 
 kafka-libs: $(KAFKA_STAMP)
@@ -53,6 +70,16 @@ $(ZOOKEEPER_STAMP): tools/zookeeper/pom.xml
 	    -DoutputDirectory=$(ZOOKEEPER_LIBS)
 	touch $@
 
+k8s-tools: $(addsuffix /.complete,$(K8S_TOOL_DIRS))
+
+$(K8S_TOOLS)/%/.complete:
+	tools/k8s/build.sh $(firstword $(subst -, ,$*)) $(patsubst $(firstword $(subst -, ,$*))-%,%,$*) \
+	    $(K8S_TOOLS)
+
+# `eval "$(make -s k8s-env)"` puts the cached tools on a shell's PATH.
+k8s-env: k8s-tools
+	@echo 'export PATH="$(TIDELOG_K8S_PATH):$$PATH"'
+
 # Apache Kafka's protocol message definitions (JSON from the kafka-clients jar), committed
 # under broker-image/tidelog/protocol/messages/ so that the broker never needs Java.
 .PHONY: protocol-messages
@@ -64,7 +91,7 @@ protocol-messages: kafka-libs
 run: setup
 	$(BIN)/tidelog-local start
 
-test: setup kafka-libs
+test: setup kafka-libs k8s-tools
 	$(BIN)/pytest
 
 lint: setup

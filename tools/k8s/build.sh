@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Build one Kubernetes-side tool from its Go modules into the cache, keyed by version:
+#
+#   tools/k8s/build.sh TOOL VERSION CACHE_DIR
+#
+# TOOL is kubernetes (kube-apiserver, kube-controller-manager and kubectl from one
+# source tree), etcd, helm or kind. The binaries land in CACHE_DIR/TOOL-VERSION/ and a
+# `.complete` stamp marks a finished build, so a second call returns at once.
+#
+# Only the Go module proxy is needed: this is how the tools are fetched on a machine
+# that reaches no other download site. With internet access, the projects' released
+# binaries (or a package manager) give the same versions; see README.md.
+set -euo pipefail
+
+tool=$1
+version=$2
+cache_dir=$3
+dest="$cache_dir/$tool-$version"
+
+if [[ -f "$dest/.complete" ]]; then
+    exit 0
+fi
+
+work=$(mktemp -d)
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+rm -rf "$dest"
+mkdir -p "$dest"
+started=$SECONDS
+
+# The source tree of module PATH@VERSION, copied out of the read-only module cache so
+# that its go.mod can be edited.
+module_tree() {
+    local dir
+    dir=$(cd "$work" && go mod download -json "$1@$2" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
+    cp -r "$dir" "$work/src"
+    chmod -R u+w "$work/src"
+    echo "$work/src"
+}
+
+case "$tool" in
+    kind)
+        GOBIN="$dest" go install "sigs.k8s.io/kind@$version"
+        ;;
+    helm)
+        GOBIN="$dest" go install \
+            -ldflags "-X helm.sh/helm/v3/internal/version.version=$version" \
+            "helm.sh/helm/v3/cmd/helm@$version"
+        ;;
+    etcd)
+        # The server module's go.mod points its sibling modules at ../ paths of the etcd
+        # repository; without them the released versions of those modules are used.
+        src=$(module_tree go.etcd.io/etcd/server/v3 "$version")
+        sed -i '/^replace (/,/^)/d' "$src/go.mod"
+        (cd "$src" && go build -mod=mod -o "$dest/etcd" .)
+        ;;
+    kubernetes)
+        # k8s.io/kubernetes replaces its k8s.io/* libraries with ./staging copies that the
+        # module zip does not carry; the published staging modules have the same code
+        # under the version v0.<minor>.<patch>.
+        src=$(module_tree k8s.io/kubernetes "$version")
+        rm -rf "$src/go.work" "$src/go.work.sum" "$src/vendor"
+        staging_version="v0.${version#v1.}"
+        sed -i -E "s#^(\s*)(k8s\.io/[a-z0-9-]+) => \./staging/src/k8s\.io/[a-z0-9-]+#\1\2 => \2 $staging_version#" \
+            "$src/go.mod"
+        minor=$(echo "$version" | cut -d. -f2)
+        ldflags="-s -w"
+        for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+            ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+            ldflags+=" -X $pkg.gitTreeState=clean"
+        done
+        (cd "$src" && go build -mod=mod -ldflags "$ldflags" -o "$dest/" \
+            ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kubectl)
+        ;;
+    *)
+        echo "tools/k8s/build.sh: unknown tool $tool" >&2
+        exit 2
+        ;;
+esac
+
+touch "$dest/.complete"
+echo "built $tool $version in $((SECONDS - started)) s: $(ls "$dest" | tr '\n' ' ')"
