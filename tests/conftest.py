@@ -1,4 +1,5 @@
-"""Session-wide fixtures: one real ZooKeeper server shared by the whole test session.
+"""Session-wide fixtures: one real ZooKeeper server shared by the whole test session,
+and one real Kubernetes control plane for the tests that ask for it.
 
 Tests isolate themselves with ``zk_chroot`` (a chroot of their own on that server), not
 with a server each. Never stop or restart the shared server in a test: a test that needs
@@ -12,7 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 from kazoo.client import KazooClient
+from kubernetes import client
 
+from kubeapi.control_plane import ControlPlane
 from tidelog.zookeeper import ZooKeeperServer
 
 
@@ -51,3 +54,26 @@ def _new_chroot(zookeeper: ZooKeeperServer, admin: KazooClient) -> str:
     path = f"/test-{uuid.uuid4().hex}"
     admin.create(path)
     return f"{zookeeper.connect_string}{path}"
+
+
+@pytest.fixture(scope="session")
+def kube_control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """etcd + kube-apiserver + kube-controller-manager; ``.kubeconfig`` logs in as admin."""
+    with ControlPlane(tmp_path_factory.mktemp("kube")) as plane:
+        yield plane
+
+
+@pytest.fixture
+def kube_api(kube_control_plane: ControlPlane) -> Iterator[client.ApiClient]:
+    with kube_control_plane.api_client() as api:
+        yield api
+
+
+@pytest.fixture
+def kube_namespace(kube_api: client.ApiClient) -> Iterator[str]:
+    """A namespace of this test's own, deleted afterwards (its objects with it)."""
+    name = f"test-{uuid.uuid4().hex[:12]}"
+    core = client.CoreV1Api(kube_api)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    yield name
+    core.delete_namespace(name)
