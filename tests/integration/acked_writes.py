@@ -1,0 +1,109 @@
+"""An idempotent acks=all producer that writes without pause while faults are injected,
+and the check that every record it saw acknowledged was kept, once, in order."""
+
+from __future__ import annotations
+
+import threading
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from integration.cluster import wait_until
+
+__all__ = ["ContinuousProducer", "assert_acknowledged_records_kept"]
+
+
+class ContinuousProducer:
+    """Writes numbered records round-robin over the partitions until stopped; remembers
+    what was acknowledged and where."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int):
+        self.topic = topic
+        self.partitions = partitions
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 2,
+                "message.timeout.ms": 120000,
+                "retry.backoff.ms": 50,
+            }
+        )
+        self.acked: dict[int, dict[int, bytes]] = {p: {} for p in range(partitions)}
+        self.failed: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _delivered(self, error, message) -> None:
+        if error is not None:
+            self.failed.append(str(error))
+        else:
+            self.acked[message.partition()][message.offset()] = message.value()
+
+    def _run(self) -> None:
+        number = 0
+        while not self._stop.is_set():
+            partition = number % self.partitions
+            try:
+                self.producer.produce(
+                    self.topic, b"%d" % number, partition=partition, on_delivery=self._delivered
+                )
+                number += 1
+            except BufferError:
+                pass
+            self.producer.poll(0.001 if number % 20 == 0 else 0)
+
+    def count(self) -> int:
+        return sum(len(a) for a in self.acked.values())
+
+    def wait_for_more(self, count: int, what: str, timeout: float = 60) -> None:
+        before = self.count()
+        wait_until(lambda: self.count() >= before + count, what, timeout=timeout)
+
+    def __enter__(self) -> ContinuousProducer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        left = self.producer.flush(120)
+        assert left == 0, f"{left} records never acknowledged nor failed"
+
+
+def assert_acknowledged_records_kept(
+    bootstrap: str, producer: ContinuousProducer, context: str = ""
+) -> None:
+    """Read every partition to its last acknowledged offset: each acknowledged record is
+    there at its offset, no offset repeats and the producer's numbers stay in order."""
+    assert not producer.failed, f"{producer.failed[:5]} {context}"
+    acked = producer.acked
+    found = _read(bootstrap, producer.topic, {p: max(acked[p], default=-1) + 1 for p in acked})
+    for partition, records in found.items():
+        offsets = [offset for offset, _ in records]
+        assert offsets == sorted(set(offsets)), f"partition {partition} repeats {context}"
+        log = dict(records)
+        lost = {o: v for o, v in acked[partition].items() if log.get(o) != v}
+        assert not lost, f"partition {partition} lost {len(lost)} acked records {context}"
+        numbers = [int(value) for _, value in records]
+        assert numbers == sorted(set(numbers)), f"partition {partition} disordered {context}"
+
+
+def _read(bootstrap: str, topic: str, ends: dict[int, int]) -> dict[int, list]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+    found: dict[int, list] = {p: [] for p in ends}
+
+    def done() -> bool:
+        for message in consumer.consume(1000, 0.5):
+            if not message.error():
+                found[message.partition()].append((message.offset(), message.value()))
+        return all(len(found[p]) >= ends[p] for p in ends)
+
+    try:
+        wait_until(done, "every acknowledged record consumed", timeout=90)
+    finally:
+        consumer.close()
+    return found
