@@ -1,16 +1,24 @@
-"""``tidelog-server CONFIG_FILE [--override key=value ...]``: run one broker."""
+"""``tidelog-server CONFIG_FILE [--override key=value ...]``: run one broker.
+
+Settings come from the file, then ``TIDELOG_CONFIG_<NAME>`` environment variables
+(:mod:`tidelog.server.env_overrides`), then ``--override`` arguments; the later wins.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
+import os
 import resource
 import signal
 import sys
 
+from kazoo.handlers.threading import KazooTimeoutError
+
 from tidelog.controller.zk_client import BrokerIdTakenError
 from tidelog.server.config import BrokerConfig, ConfigError
+from tidelog.server.env_overrides import override_arguments
 
 __all__ = ["main"]
 
@@ -25,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a property of the file (repeatable)",
+        help="override a property of the file and the environment (repeatable)",
     )
     return parser
 
@@ -59,14 +67,25 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO, format="[%(asctime)s] %(levelname)s %(name)s: %(message)s"
     )
     logging.getLogger("kazoo").setLevel(logging.WARNING)
+    log = logging.getLogger("tidelog.server")
     try:
-        config = BrokerConfig.load(args.config, args.override)
+        from_environment = override_arguments(os.environ)
+        if from_environment:
+            # Keys only: values may be secrets.
+            keys = (item.partition("=")[0] for item in from_environment)
+            log.info("config from the environment: %s", ", ".join(keys))
+        config = BrokerConfig.load(args.config, [*from_environment, *args.override])
         for key in config.unknown:
-            logging.getLogger("tidelog.server").warning("unknown config %r ignored", key)
+            log.warning("unknown config %r ignored", key)
         _raise_open_files_limit()
         asyncio.run(_run(config))
     except (ConfigError, BrokerIdTakenError) as error:
         print(f"tidelog-server: {error}", file=sys.stderr)
+        return 1
+    except KazooTimeoutError:
+        # At start-up only: later, lost connections are the ZooKeeper client's to retry.
+        connect = config["zookeeper.connect"]
+        print(f"tidelog-server: no ZooKeeper answered at {connect} in time", file=sys.stderr)
         return 1
     return 0
 
