@@ -1,0 +1,144 @@
+"""``tidelog-healthcheck``: is the broker (or ZooKeeper) of this machine serving?
+
+``tidelog-healthcheck [CONFIG] [--override KEY=VALUE ...]`` reads the broker's settings
+the way ``tidelog-server`` does (the file, by default ``/etc/tidelog/server.properties``,
+then ``TIDELOG_CONFIG_*`` variables, then ``--override``) and sends an ApiVersions
+request to each of its listeners (a listener on every interface is reached on loopback).
+``tidelog-healthcheck --zookeeper HOST:PORT`` sends ZooKeeper's ``srvr`` instead and
+wants a server that serves requests (``Mode:`` in the answer).
+
+Exit status 0 with one line on stdout when the answer is valid, 1 with one line on stderr
+otherwise. Arguments may also come from a file, one per line: ``@FILE`` (the container
+entrypoint writes the ones of the server it started).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from tidelog.admin.connection import BrokerConnection
+from tidelog.protocol import ApiKey, ErrorCode, ProtocolError
+from tidelog.server.config import BrokerConfig, ConfigError
+from tidelog.server.env_overrides import override_arguments
+from tidelog.zookeeper.server import four_letter_word
+
+__all__ = ["DEFAULT_CONFIG", "HealthCheckError", "check_broker", "check_zookeeper", "main"]
+
+PROG = "tidelog-healthcheck"
+DEFAULT_CONFIG = "/etc/tidelog/server.properties"
+# Addresses meaning "every interface": the broker is then reached on loopback.
+_LOOPBACK = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}
+
+
+class HealthCheckError(Exception):
+    """The server did not answer as a healthy one does; the message says how."""
+
+
+def _address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def check_broker(config: BrokerConfig, timeout: float) -> str:
+    """Send ApiVersions to every listener of ``config``; what was found, or raise
+    :class:`HealthCheckError`."""
+    answers = []
+    for name, host, port in config.listeners:
+        if port == 0:
+            raise HealthCheckError(f"listener {name} has port 0: its port cannot be known")
+        target = _LOOPBACK.get(host, host)
+        where = f"{name} {_address(target, port)}"
+        try:
+            with BrokerConnection(target, port, client_id=PROG, timeout=timeout) as connection:
+                body = {"client_software_name": PROG, "client_software_version": "1"}
+                response = connection.request(ApiKey.API_VERSIONS, 3, body)
+        except (OSError, ProtocolError) as error:
+            raise HealthCheckError(f"broker on {where}: {_reason(error)}") from None
+        if response.error_code != ErrorCode.NONE:
+            code = ErrorCode(response.error_code).name
+            raise HealthCheckError(f"broker on {where} answered ApiVersions with {code}")
+        if not any(item.api_key == ApiKey.API_VERSIONS for item in response.api_keys):
+            raise HealthCheckError(f"broker on {where} answered ApiVersions without ApiVersions")
+        answers.append(f"{where} ({len(response.api_keys)} APIs)")
+    return f"broker {config.broker_id} answers ApiVersions on {', '.join(answers)}"
+
+
+def check_zookeeper(host: str, port: int, timeout: float) -> str:
+    """Send ``srvr``; ZooKeeper's mode, or raise :class:`HealthCheckError`."""
+    where = f"ZooKeeper on {_address(host, port)}"
+    try:
+        answer = four_letter_word(host, port, "srvr", timeout)
+    except OSError as error:
+        raise HealthCheckError(f"{where}: {_reason(error)}") from None
+    for line in answer.splitlines():
+        if line.startswith("Mode: "):
+            return f"{where} serves ({line})"
+    first = answer.strip().splitlines()[0] if answer.strip() else "no answer to srvr"
+    raise HealthCheckError(f"{where} does not serve: {first}")
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, TimeoutError):
+        return "no answer in time"
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror.lower()
+    return str(error) or type(error).__name__
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Exit 0 when the broker (or ZooKeeper) here answers, 1 otherwise.",
+        fromfile_prefix_chars="@",
+    )
+    parser.add_argument(
+        "config",
+        nargs="?",
+        default=DEFAULT_CONFIG,
+        help=f"server.properties (default {DEFAULT_CONFIG})",
+    )
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="as tidelog-server's --override (repeatable)",
+    )
+    parser.add_argument(
+        "--zookeeper",
+        type=_host_port,
+        metavar="HOST:PORT",
+        help="check this ZooKeeper server instead of the broker",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=5.0, metavar="S", help="seconds to wait (default 5)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.zookeeper is not None:
+            print(check_zookeeper(*args.zookeeper, args.timeout))
+        else:
+            overrides = [*override_arguments(os.environ), *args.override]
+            config = BrokerConfig.load(args.config, overrides)
+            print(check_broker(config, args.timeout))
+    except (ConfigError, HealthCheckError) as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""``tidelog-healthcheck`` against a real broker and a real ZooKeeper: exit status 0 and
+one line when they answer, 1 and one line on stderr when nothing or something else
+listens."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from integration.broker_process import BrokerProcess, free_port
+from tidelog.zookeeper import ZooKeeperServer
+
+HEALTHCHECK = Path(sys.executable).with_name("tidelog-healthcheck")
+
+
+def healthcheck(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("TIDELOG_CONFIG_")}
+    return subprocess.run(
+        [str(HEALTHCHECK), *args, "--timeout", "3"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**environ, **(env or {})},
+    )
+
+
+def assert_unhealthy(result: subprocess.CompletedProcess, reason: str) -> None:
+    assert result.returncode == 1, result
+    assert result.stdout == ""
+    assert result.stderr.startswith("tidelog-healthcheck: ") and result.stderr.count("\n") == 1
+    assert reason in result.stderr, result.stderr
+
+
+def config_file(directory: Path, listeners: str) -> Path:
+    path = directory / "healthcheck.properties"
+    path.write_text(f"broker.id=7\nlisteners={listeners}\nzookeeper.connect=127.0.0.1:1\n")
+    return path
+
+
+def test_a_running_broker_is_healthy(broker: BrokerProcess) -> None:
+    result = healthcheck(str(broker.config_path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(
+        f"broker 1 answers ApiVersions on PLAINTEXT 127.0.0.1:{broker.port} ("
+    )
+    assert result.stdout.count("\n") == 1
+
+
+def test_a_listener_on_every_interface_is_checked_on_loopback(
+    broker: BrokerProcess, tmp_path: Path
+) -> None:
+    path = config_file(tmp_path, f"PLAINTEXT://0.0.0.0:{broker.port}")
+    result = healthcheck(str(path))
+    assert result.returncode == 0, result.stderr
+    assert f"127.0.0.1:{broker.port}" in result.stdout
+
+
+def test_environment_and_overrides_choose_the_listener(
+    broker: BrokerProcess, tmp_path: Path
+) -> None:
+    closed = free_port()
+    path = config_file(tmp_path, f"PLAINTEXT://127.0.0.1:{closed}")
+    live = {"TIDELOG_CONFIG_LISTENERS": f"PLAINTEXT://127.0.0.1:{broker.port}"}
+    assert healthcheck(str(path), env=live).returncode == 0
+    overridden = healthcheck(
+        str(path), "--override", f"listeners=PLAINTEXT://127.0.0.1:{closed}", env=live
+    )
+    assert_unhealthy(overridden, "connection refused")
+
+
+def test_arguments_may_come_from_a_file(broker: BrokerProcess, tmp_path: Path) -> None:
+    arguments = tmp_path / "healthcheck.args"
+    arguments.write_text(f"{broker.config_path}\n--override\nbroker.id=1\n")
+    result = healthcheck(f"@{arguments}")
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_closed_port_is_unhealthy(tmp_path: Path) -> None:
+    port = free_port()
+    result = healthcheck(str(config_file(tmp_path, f"PLAINTEXT://127.0.0.1:{port}")))
+    assert_unhealthy(result, f"broker on PLAINTEXT 127.0.0.1:{port}: connection refused")
+
+
+@pytest.fixture
+def silent_server() -> Iterator[int]:
+    """A port that accepts connections and closes each without a word."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server.settimeout(0.1)
+        stop = threading.Event()
+
+        def serve() -> None:
+            while not stop.is_set():
+                try:
+                    connection, _ = server.accept()
+                except TimeoutError:
+                    continue
+                connection.recv(1024)
+                connection.close()
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        yield server.getsockname()[1]
+        stop.set()
+        thread.join()
+
+
+def test_something_else_on_the_port_is_unhealthy(silent_server: int, tmp_path: Path) -> None:
+    path = config_file(tmp_path, f"PLAINTEXT://127.0.0.1:{silent_server}")
+    assert_unhealthy(healthcheck(str(path)), "the broker closed the connection")
+    assert_unhealthy(
+        healthcheck("--zookeeper", f"127.0.0.1:{silent_server}"),
+        "does not serve: no answer to srvr",
+    )
+
+
+def test_a_missing_config_file_is_unhealthy(tmp_path: Path) -> None:
+    assert_unhealthy(healthcheck(str(tmp_path / "absent.properties")), "cannot read")
+
+
+def test_zookeeper_serving_is_healthy_and_a_closed_port_is_not(
+    zookeeper: ZooKeeperServer,
+) -> None:
+    result = healthcheck("--zookeeper", zookeeper.connect_string)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"ZooKeeper on {zookeeper.connect_string} serves (Mode: standalone)\n"
+    closed = free_port()
+    assert_unhealthy(
+        healthcheck("--zookeeper", f"127.0.0.1:{closed}"),
+        f"ZooKeeper on 127.0.0.1:{closed}: connection refused",
+    )
