@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# `make images`: build the broker image tidelog-broker:<version> (and :latest).
+#
+#   tools/images/build.sh [NAME=VALUE ...]
+#
+# Steps: a Docker engine (dockerd.sh) → the base image (base-image.sh) → a staging
+# directory with the wheels of tidelog[broker], ZooKeeper's jars and broker-image/docker/
+# → docker build -f broker-image/Dockerfile <staging>. A second run with nothing changed
+# reuses Docker's layer cache and takes seconds.
+#
+# Settings, from the environment or as NAME=VALUE arguments:
+#   PYTHON          the venv's python, whose pip builds the wheels (default .venv/bin/python);
+#                   its version must be the base image's (3.11)
+#   ZOOKEEPER_LIBS  ZooKeeper's jars (default: the newest complete
+#                   ${XDG_CACHE_HOME:-~/.cache}/tidelog/zookeeper-*/libs, `make zookeeper-libs`)
+#   BASE_IMAGE      default python:3.11-slim-bookworm; a local Debian stand-in is built when
+#                   it cannot be pulled (base-image.sh)
+#   IMAGE           default tidelog-broker
+#   STAGING         default build/images/broker
+set -euo pipefail
+
+for assignment in "$@"; do
+    case "$assignment" in
+    *=*) export "${assignment?}" ;;
+    *) echo "usage: $0 [NAME=VALUE ...]" >&2; exit 2 ;;
+    esac
+done
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cd "$repo"
+
+python="${PYTHON:-.venv/bin/python}"
+image="${IMAGE:-tidelog-broker}"
+staging="${STAGING:-build/images/broker}"
+cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/tidelog"
+
+say() { printf 'images: %s\n' "$*"; }
+die() { printf 'images: %s\n' "$*" >&2; exit 1; }
+now() { date +%s.%N; }
+since() { awk -v start="$1" -v end="$(now)" 'BEGIN { printf "%.1f s", end - start }'; }
+total_started=$(now)
+
+[ -x "$python" ] || die "no python at $python (run \`make setup\`, or set PYTHON)"
+version=$("$python" -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
+
+zookeeper_libs="${ZOOKEEPER_LIBS:-}"
+if [ -z "$zookeeper_libs" ]; then
+    complete=$(printf '%s\n' "$cache_dir"/zookeeper-*/libs/.complete | sort -V | tail -n 1)
+    [ -e "$complete" ] && zookeeper_libs="${complete%/.complete}"
+fi
+if [ -z "$zookeeper_libs" ] || ! compgen -G "$zookeeper_libs/zookeeper-[0-9]*.jar" >/dev/null; then
+    die "ZooKeeper's jars are not in ${zookeeper_libs:-$cache_dir/zookeeper-<version>/libs}; run \`make zookeeper-libs\`"
+fi
+
+step=$(now)
+"$here/dockerd.sh"
+say "docker engine ready ($(since "$step"))"
+
+step=$(now)
+base=$("$here/base-image.sh")
+say "base image $base ($(since "$step"))"
+
+# The wheels are built here for the image's Python: both must be the same version.
+image_python=$(docker run --rm --entrypoint python3 "$base" \
+    -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+host_python=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+[ "$image_python" = "$host_python" ] ||
+    die "$python is Python $host_python but $base has Python $image_python; set PYTHON"
+
+step=$(now)
+build_dir=$(dirname "$staging")
+source_copy="$build_dir/tidelog-source"
+rm -rf "$staging" "$source_copy"
+mkdir -p "$staging/wheels/deps" "$staging/wheels/tidelog" "$staging/zookeeper/libs" \
+    "$staging/docker" "$source_copy"
+# What the wheel is made of, copied, so that setuptools' build/ never leaks stale files
+# into it. A fixed timestamp makes an unchanged tree give a byte-identical wheel.
+tar -C "$repo" --exclude=__pycache__ --exclude='*.pyc' -c \
+    pyproject.toml README.md broker-image/tidelog | tar -C "$source_copy" -x
+SOURCE_DATE_EPOCH=315532800 "$python" -m pip wheel --quiet --disable-pip-version-check \
+    --wheel-dir "$staging/wheels/deps" "${source_copy}[broker]" ||
+    die "building the wheels failed"
+mv "$staging"/wheels/deps/tidelog-*.whl "$staging/wheels/tidelog/"
+rm -rf "$source_copy"
+cp -p "$zookeeper_libs"/*.jar "$staging/zookeeper/libs/"
+cp -p broker-image/docker/entrypoint.sh broker-image/docker/server.properties "$staging/docker/"
+chmod 0755 "$staging/docker/entrypoint.sh"
+wheels=("$staging"/wheels/*/*.whl)
+jars=("$staging"/zookeeper/libs/*.jar)
+say "staged ${#wheels[@]} wheels and ${#jars[@]} jars in $staging ($(since "$step"))"
+
+step=$(now)
+log="$build_dir/docker-build.log"
+say "docker build $image:$version (log $log)"
+if ! docker build --file broker-image/Dockerfile \
+    --build-arg BASE_IMAGE="$base" --build-arg TIDELOG_VERSION="$version" \
+    --tag "$image:$version" --tag "$image:latest" "$staging" >"$log" 2>&1; then
+    tail -n 25 "$log" >&2
+    die "docker build failed; see $log"
+fi
+size=$(docker image inspect --format '{{.Size}}' "$image:$version" |
+    awk '{ printf "%.0f MB", $1 / 1000000 }')
+say "built $image:$version and $image:latest, $size ($(since "$step"))"
+say "done ($(since "$total_started"))"
