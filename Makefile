@@ -38,7 +38,14 @@ space := $(empty) $(empty)
 # Where the tests look for these binaries, as a PATH-like list.
 export TIDELOG_K8S_PATH := $(subst $(space),:,$(K8S_TOOL_DIRS))
 
-.PHONY: setup run test lint bench bench-storage kafka-libs zookeeper-libs k8s-tools k8s-env clean
+# Container images (tools/images/build.sh). The Dockerfiles build FROM $(BASE_IMAGE); where
+# no registry answers, a local Debian stand-in with the same Python is built instead.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+BASE_IMAGE ?= python:3.11-slim-bookworm
+export TIDELOG_BROKER_IMAGE := tidelog-broker:$(VERSION)
+
+.PHONY: setup run test lint bench bench-storage kafka-libs zookeeper-libs k8s-tools k8s-env \
+    images clean
 
 setup: $(STAMP) zookeeper-libs
 
@@ -80,6 +87,12 @@ $(K8S_TOOLS)/%/.complete:
 k8s-env: k8s-tools
 	@echo 'export PATH="$(TIDELOG_K8S_PATH):$$PATH"'
 
+# The broker image: starts a Docker engine if none answers (Debian's docker.io, as root),
+# then builds broker-image/Dockerfile from wheels made here.
+images: setup
+	tools/images/build.sh PYTHON=$(BIN)/python ZOOKEEPER_LIBS=$(ZOOKEEPER_LIBS) \
+	    BASE_IMAGE=$(BASE_IMAGE)
+
 # Apache Kafka's protocol message definitions (JSON from the kafka-clients jar), committed
 # under broker-image/tidelog/protocol/messages/ so that the broker never needs Java.
 .PHONY: protocol-messages
@@ -91,7 +104,7 @@ protocol-messages: kafka-libs
 run: setup
 	$(BIN)/tidelog-local start
 
-test: setup kafka-libs k8s-tools
+test: setup kafka-libs k8s-tools images
 	$(BIN)/pytest
 
 lint: setup
