@@ -20,17 +20,10 @@ local_image="${LOCAL_BASE_IMAGE:-tidelog-base:bookworm-python3.11}"
 pull_timeout="${PULL_TIMEOUT:-20}"
 suite="${DEBIAN_SUITE:-bookworm}"
 
-say() { printf 'base-image: %s\n' "$*" >&2; }
-die() { printf 'base-image: %s\n' "$*" >&2; exit 1; }
+name=base-image say_to=2
+# shellcheck source=tools/images/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
-now() { date +%s.%N; }
-since() { awk -v start="$1" -v end="$(now)" 'BEGIN { printf "%.1f s", end - start }'; }
-
-as_root=()
-if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null || die "building $local_image needs root or sudo"
-    as_root=(sudo)
-fi
 
 if have_image "$base_image"; then
     echo "$base_image"
@@ -70,6 +63,7 @@ if [ -z "$repositories" ]; then
     repositories="deb $mirror $suite main"
 fi
 
+need_root "building $local_image"
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/tidelog-base.XXXXXX")
 root="$work/root"
 cleanup() {
@@ -80,12 +74,7 @@ trap cleanup EXIT
 
 if ! command -v debootstrap >/dev/null; then
     say "installing debootstrap"
-    install() {
-        "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-            --no-install-recommends debootstrap >>"$work/apt.log" 2>&1
-    }
-    install || { "${as_root[@]}" apt-get update -q >>"$work/apt.log" 2>&1 && install; } ||
-        { tail -n 15 "$work/apt.log" >&2; die "installing debootstrap failed"; }
+    apt_install "$work/apt.log" debootstrap
 fi
 
 started=$(now)

@@ -35,10 +35,9 @@ image="${IMAGE:-tidelog-broker}"
 staging="${STAGING:-build/images/broker}"
 cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/tidelog"
 
-say() { printf 'images: %s\n' "$*"; }
-die() { printf 'images: %s\n' "$*" >&2; exit 1; }
-now() { date +%s.%N; }
-since() { awk -v start="$1" -v end="$(now)" 'BEGIN { printf "%.1f s", end - start }'; }
+name=images say_to=1
+# shellcheck source=tools/images/common.sh
+source "$here/common.sh"
 total_started=$(now)
 
 [ -x "$python" ] || die "no python at $python (run \`make setup\`, or set PYTHON)"

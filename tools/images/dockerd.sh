@@ -14,17 +14,10 @@ log_file="$cache_dir/dockerd.log"
 pid_file="$cache_dir/dockerd.pid"
 timeout="${DOCKERD_START_TIMEOUT:-60}"
 
-say() { printf 'dockerd: %s\n' "$*"; }
-die() { printf 'dockerd: %s\n' "$*" >&2; exit 1; }
+name=dockerd say_to=1
+# shellcheck source=tools/images/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 answers() { docker info >/dev/null 2>&1; }
-now() { date +%s.%N; }
-since() { awk -v start="$1" -v end="$(now)" 'BEGIN { printf "%.1f s", end - start }'; }
-
-as_root=()
-if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null || die "not root and no sudo: start Docker yourself"
-    as_root=(sudo)
-fi
 
 if answers; then
     exit 0
@@ -33,19 +26,13 @@ fi
 command -v docker >/dev/null || missing_cli=1
 if ! command -v dockerd >/dev/null || [ -n "${missing_cli:-}" ]; then
     command -v apt-get >/dev/null || die "no Docker engine and no apt-get to install one"
+    need_root "installing Docker"
     mkdir -p "$cache_dir"
     apt_log="$cache_dir/docker-install.log"
-    install() {
-        "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-            --no-install-recommends docker.io iptables >>"$apt_log" 2>&1
-    }
     started=$(now)
     say "installing Debian's docker.io (log $apt_log)"
     : >"$apt_log"
-    # A machine that never ran `apt-get update` knows no package yet.
-    install || { "${as_root[@]}" apt-get update -q >>"$apt_log" 2>&1 && install; } ||
-        die "installing docker.io failed; last lines of $apt_log:
-$(tail -n 15 "$apt_log")"
+    apt_install "$apt_log" docker.io iptables
     say "installed docker.io ($(since "$started"))"
 fi
 
@@ -64,6 +51,7 @@ if [ -z "$pid" ]; then
     if pgrep -x dockerd >/dev/null; then
         say "a dockerd runs but does not answer yet; waiting for it"
     else
+        need_root "starting dockerd"
         say "starting dockerd (log $log_file)"
         # setsid: the engine outlives this shell and is not stopped by its Ctrl-C.
         "${as_root[@]}" setsid dockerd >>"$log_file" 2>&1 </dev/null &

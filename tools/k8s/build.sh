@@ -78,4 +78,5 @@ case "$tool" in
 esac
 
 touch "$dest/.complete"
-echo "built $tool $version in $((SECONDS - started)) s: $(ls "$dest" | tr '\n' ' ')"
+built=("$dest"/*)
+echo "built $tool $version in $((SECONDS - started)) s: ${built[*]##*/}"
