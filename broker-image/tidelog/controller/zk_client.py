@@ -3,12 +3,18 @@
 Everything here is synchronous (kazoo's own threads do the I/O); callers on the
 event loop run these calls in a worker thread. Watches registered here must only hand
 events over (seed 003: the controller's ZooKeeper callbacks only enqueue).
+
+kazoo keeps a request made while it has no connection until it has one again, so such a
+call waits as long as ZooKeeper is away. The reads a stopping broker makes take a
+``timeout`` (ZooKeeperUnavailableError when it passes), and :meth:`KafkaZkClient.close`
+is bounded: a broker whose ZooKeeper is gone still shuts down.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -23,6 +29,8 @@ from kazoo.exceptions import (
     RolledBackError,
     SessionExpiredError,
 )
+from kazoo.protocol.serialization import CloseInstance
+from kazoo.protocol.states import KeeperState
 
 from tidelog.controller.zk_data import (
     BROKER_IDS,
@@ -62,6 +70,7 @@ __all__ = [
     "StalePartitionStateError",
     "TopicExistsError",
     "ZkError",
+    "ZooKeeperUnavailableError",
     "config_change_number",
 ]
 
@@ -72,6 +81,14 @@ RESERVED_BROKER_MAX_ID = 1000
 # Kafka removes config change notifications this long after they were made.
 CONFIG_CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 CONFIG_CHANGE_PREFIX = "config_change_"
+# How long close() waits for kazoo to stop: closing a live session takes one round trip.
+# Without a connection there is no session to close, and kazoo's connection thread sees
+# the stop within 0.1 s unless it sits in a name lookup or in a connect to an unreachable
+# host (up to the session timeout).
+CLOSE_TIMEOUT_S = 5.0
+DISCONNECTED_CLOSE_TIMEOUT_S = 1.0
+# How often a bounded request checks the connection while it waits.
+_POLL_S = 0.1
 
 
 # ZooKeeper calls fail with these while the session is gone; the broker re-registers
@@ -81,6 +98,11 @@ SESSION_ERRORS = (SessionExpiredError, ConnectionLoss)
 
 class ZkError(Exception):
     pass
+
+
+class ZooKeeperUnavailableError(ZkError):
+    """No connection to ZooKeeper, or no answer in time: a request would wait until the
+    client reconnects."""
 
 
 class BrokerIdTakenError(ZkError):
@@ -143,9 +165,65 @@ class KafkaZkClient:
         for path in PERSISTENT_PATHS:
             self.zk.ensure_path(path)
 
-    def close(self) -> None:
-        self.zk.stop()
+    def close(self, timeout: float = CLOSE_TIMEOUT_S) -> bool:
+        """End the session and stop kazoo's threads, waiting at most ``timeout`` seconds
+        (``DISCONNECTED_CLOSE_TIMEOUT_S`` without a connection); True when kazoo stopped
+        in time.
+
+        Connected, this closes the session and ZooKeeper deletes its ephemeral nodes at
+        once. Without a connection there is no session to close (the server expires it
+        and its ephemeral nodes after the session timeout), and kazoo's stop() waits for
+        its connection thread, which may be in a name lookup or in a connect to an
+        unreachable host. Past the timeout the client is left to stop on its own (its
+        threads are daemons) and closed as kazoo closes it when its connection thread
+        ends: every request still waiting fails with ConnectionLoss, so no worker thread
+        waits on ZooKeeper any longer, and later calls fail at once."""
+        if not self.zk.connected:
+            timeout = min(timeout, DISCONNECTED_CLOSE_TIMEOUT_S)
+        failure: list[BaseException] = []
+
+        def stop() -> None:
+            try:
+                self.zk.stop()
+            except Exception as error:  # kazoo's WriterNotClosedException
+                failure.append(error)
+
+        stopper = threading.Thread(target=stop, name="zookeeper-close", daemon=True)
+        stopper.start()
+        stopper.join(timeout)
+        if stopper.is_alive() or failure:
+            reason = f"{failure[0]!r}" if failure else f"not within {timeout:g} s"
+            logger.warning("the ZooKeeper client did not stop (%s); not waiting for it", reason)
+            # What kazoo does when its connection thread ends (private: kazoo has no
+            # public way to fail the requests it holds); that drops the queued close
+            # request, queued again so that a connect that still succeeds closes too.
+            self.zk._session_callback(KeeperState.CLOSED)
+            self.zk._queue.append((CloseInstance, None))
+            return False
         self.zk.close()
+        return True
+
+    @property
+    def connected(self) -> bool:
+        """Whether kazoo has a connection (requests are answered) right now."""
+        return self.zk.connected
+
+    def _wait(self, result, timeout: float | None, what: str):
+        """The outcome of an asynchronous kazoo request. With a ``timeout``, waiting at
+        most that many seconds, and no longer than the connection lasts: kazoo fails the
+        requests in flight when it loses its connection, but holds one made after that
+        until it reconnects."""
+        if timeout is None:
+            return result.get()
+        deadline = time.monotonic() + timeout
+        while not result.wait(min(_POLL_S, max(deadline - time.monotonic(), 0))):
+            if not self.zk.connected:
+                raise ZooKeeperUnavailableError(f"lost the connection to ZooKeeper asking {what}")
+            if time.monotonic() >= deadline:
+                raise ZooKeeperUnavailableError(
+                    f"ZooKeeper did not answer {what} within {timeout:g} s"
+                )
+        return result.get()
 
     @property
     def session_id(self) -> int:
@@ -200,19 +278,25 @@ class KafkaZkClient:
                 f"by another running broker"
             ) from None
 
-    def live_brokers(self, watch: Callable | None = None) -> dict[int, BrokerRegistration]:
+    def live_brokers(
+        self, watch: Callable | None = None, timeout: float | None = None
+    ) -> dict[int, BrokerRegistration]:
+        """The registered brokers; ``timeout`` bounds each read."""
         brokers = {}
-        for child in self.zk.get_children(BROKER_IDS, watch=watch):
+        children = self.zk.get_children_async(BROKER_IDS, watch=watch)
+        for child in self._wait(children, timeout, f"for {BROKER_IDS}"):
+            path = f"{BROKER_IDS}/{child}"
             try:
-                data, stat = self.zk.get(f"{BROKER_IDS}/{child}")
+                data, stat = self._wait(self.zk.get_async(path), timeout, f"for {path}")
             except NoNodeError:
                 continue
             brokers[int(child)] = BrokerRegistration.decode(int(child), data, stat.czxid)
         return brokers
 
-    def broker_epoch(self, broker_id: int) -> int | None:
+    def broker_epoch(self, broker_id: int, timeout: float | None = None) -> int | None:
         """The broker epoch (its registration's czxid), None while it is not registered."""
-        stat = self.zk.exists(broker_path(broker_id))
+        path = broker_path(broker_id)
+        stat = self._wait(self.zk.exists_async(path), timeout, f"for {path}")
         return None if stat is None else stat.czxid
 
     # -- controller ------------------------------------------------------------------------
@@ -242,12 +326,16 @@ class KafkaZkClient:
                 return None
             # The epoch moved (or appeared) meanwhile: read it again.
 
-    def controller_id(self, watch: Callable | None = None) -> int | None:
+    def controller_id(
+        self, watch: Callable | None = None, timeout: float | None = None
+    ) -> int | None:
+        """The broker ``/controller`` names; ``timeout`` bounds each read."""
+        what = f"for {CONTROLLER}"
         try:
-            data, _ = self.zk.get(CONTROLLER, watch=watch)
+            data, _ = self._wait(self.zk.get_async(CONTROLLER, watch=watch), timeout, what)
         except NoNodeError:
             if watch is not None:
-                self.zk.exists(CONTROLLER, watch=watch)
+                self._wait(self.zk.exists_async(CONTROLLER, watch=watch), timeout, what)
             return None
         return decode_json(data)["brokerid"]
 

@@ -18,11 +18,17 @@ cluster looks like through LeaderAndIsr, UpdateMetadata and StopReplica, answere
 a request of an older controller epoch is refused. When the ZooKeeper session expires
 the broker gives up the controller role; on the new session it registers again and runs
 for controller again.
+
+A broker whose ZooKeeper is gone still shuts down, cleanly and in bounded time: its
+controlled shutdown gives up after its retries, the logs are closed in a thread of their
+own (the worker threads may all wait on ZooKeeper requests, which kazoo holds until it
+reconnects), and the ZooKeeper client's close is bounded (see ``KafkaZkClient.close``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import socket
@@ -389,6 +395,9 @@ class Broker:
         except StalePartitionStateError:
             logger.info("%s-%d: ISR %s not written: the state changed meanwhile", *key, isr)
             return None
+        except SESSION_ERRORS as error:  # a later check tries again
+            logger.warning("%s-%d: ISR %s not written: no ZooKeeper (%r)", *key, isr, error)
+            return None
         await asyncio.to_thread(self.zk.announce_isr_changes, [key])
         return version
 
@@ -414,9 +423,13 @@ class Broker:
         await self.group_coordinator.shutdown()
         await self.replica_manager.shutdown()
         high_watermarks = self.replica_manager.high_watermarks()
-        await asyncio.to_thread(self.log_manager.checkpoint, high_watermarks)
-        await asyncio.to_thread(self.log_manager.shutdown)
-        await asyncio.to_thread(self.zk.close)
+        # Not in the default executor: without ZooKeeper its workers may all be waiting
+        # on requests kazoo holds until it reconnects or is closed (last, below).
+        loop = asyncio.get_running_loop()
+        with concurrent.futures.ThreadPoolExecutor(1, "broker-shutdown") as executor:
+            await loop.run_in_executor(executor, self.log_manager.checkpoint, high_watermarks)
+            await loop.run_in_executor(executor, self.log_manager.shutdown)
+            await loop.run_in_executor(executor, self.zk.close)
         self.stopped.set()
         logger.info("broker %d shut down cleanly", self.broker_id)
 

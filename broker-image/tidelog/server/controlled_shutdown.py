@@ -8,17 +8,25 @@ names now; its endpoint comes from the metadata cache, else from ZooKeeper. An a
 fails when the controller cannot be reached or answers an error or partitions the
 broker still leads; ``controlled.shutdown.max.retries`` attempts are made,
 ``controlled.shutdown.retry.backoff.ms`` apart. The broker shuts down either way.
+
+Each attempt is bounded: its ZooKeeper reads and the request to the controller (or the
+wait for this broker's own controller) by ``controller.socket.timeout.ms``, and without a
+ZooKeeper connection an attempt fails at once, since no controller can be found (nor
+could one move leaderships: partition states live in ZooKeeper). So a broker whose
+ZooKeeper is gone gives up after its retries and shuts down; its leaderships move when
+ZooKeeper expires its session.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, TypeVar
 
 from tidelog.admin.async_connection import AsyncBrokerConnection
 from tidelog.controller.requests import inter_broker_endpoint
-from tidelog.controller.zk_client import SESSION_ERRORS
+from tidelog.controller.zk_client import SESSION_ERRORS, ZooKeeperUnavailableError
 from tidelog.protocol import ApiKey, MalformedMessageError, request_class
 from tidelog.protocol.errors import ErrorCode
 
@@ -38,10 +46,14 @@ ATTEMPT_ERRORS = (
     asyncio.IncompleteReadError,
     asyncio.TimeoutError,
     MalformedMessageError,
+    ZooKeeperUnavailableError,
     *SESSION_ERRORS,
 )
 
 TopicPartition = tuple[str, int]
+T = TypeVar("T")
+# How often a wait on this broker's own controller checks the ZooKeeper connection.
+CONNECTION_POLL_S = 0.1
 
 
 class ControllerUnavailableError(Exception):
@@ -53,12 +65,15 @@ async def shut_down_controlled(broker: Broker) -> bool:
     when it did."""
     config = broker.config
     attempts = max(config["controlled.shutdown.max.retries"], 1)
+    last_failure: Exception | None = None
     for attempt in range(1, attempts + 1):
         try:
             error, remaining = await _ask_controller(broker)
         except (ControllerUnavailableError, *ATTEMPT_ERRORS) as failure:
+            last_failure = failure
             logger.warning("controlled shutdown attempt %d failed: %r", attempt, failure)
         else:
+            last_failure = None
             if error == ErrorCode.NONE and not remaining:
                 logger.info("controlled shutdown of broker %d succeeded", broker.broker_id)
                 return True
@@ -70,20 +85,33 @@ async def shut_down_controlled(broker: Broker) -> bool:
             )
         if attempt < attempts:
             await asyncio.sleep(config["controlled.shutdown.retry.backoff.ms"] / 1000)
+    if isinstance(last_failure, (ZooKeeperUnavailableError, *SESSION_ERRORS)):
+        logger.warning(
+            "controlled shutdown of broker %d not possible without ZooKeeper (%r): no "
+            "controller can move its leaderships; they move when its session expires",
+            broker.broker_id,
+            last_failure,
+        )
     logger.warning("all controlled shutdown attempts failed; shutting down anyway")
     return False
 
 
 async def _ask_controller(broker: Broker) -> tuple[ErrorCode, list[TopicPartition]]:
-    epoch = await asyncio.to_thread(broker.zk.broker_epoch, broker.broker_id)
+    if not broker.zk.connected:
+        # kazoo would hold the reads below until it reconnects.
+        raise ZooKeeperUnavailableError("not connected to ZooKeeper")
+    timeout = broker.config["controller.socket.timeout.ms"] / 1000
+    epoch = await asyncio.to_thread(broker.zk.broker_epoch, broker.broker_id, timeout)
     epoch = UNKNOWN_BROKER_EPOCH if epoch is None else epoch
-    controller_id = await asyncio.to_thread(broker.zk.controller_id)
+    controller_id = await asyncio.to_thread(broker.zk.controller_id, None, timeout)
     if controller_id is None:
         raise ControllerUnavailableError("no controller")
     if controller_id == broker.broker_id:
-        return await broker.controller.controlled_shutdown(broker.broker_id, epoch)
-    host, port = await _endpoint_of(broker, controller_id)
-    timeout = broker.config["controller.socket.timeout.ms"] / 1000
+        # Its controller writes the partition states to ZooKeeper.
+        return await _while_connected(
+            broker, broker.controller.controlled_shutdown(broker.broker_id, epoch), timeout
+        )
+    host, port = await _endpoint_of(broker, controller_id, timeout)
     connection = await asyncio.wait_for(
         AsyncBrokerConnection.open(host, port, client_id=f"broker-{broker.broker_id}"), timeout
     )
@@ -102,12 +130,31 @@ async def _ask_controller(broker: Broker) -> tuple[ErrorCode, list[TopicPartitio
     return ErrorCode(response.error_code), remaining
 
 
-async def _endpoint_of(broker: Broker, broker_id: int) -> tuple[str, int]:
+async def _endpoint_of(broker: Broker, broker_id: int, timeout: float) -> tuple[str, int]:
     listener = broker.config["inter.broker.listener.name"]
     registration = broker.metadata.brokers.get(broker_id)
     if registration is None:
-        registration = (await asyncio.to_thread(broker.zk.live_brokers)).get(broker_id)
+        brokers = await asyncio.to_thread(broker.zk.live_brokers, None, timeout)
+        registration = brokers.get(broker_id)
     endpoint = None if registration is None else inter_broker_endpoint(registration, listener)
     if endpoint is None:
         raise ControllerUnavailableError(f"controller {broker_id} has no endpoint on {listener}")
     return endpoint
+
+
+async def _while_connected(broker: Broker, work: Awaitable[T], timeout: float) -> T:
+    """``work``'s result, given up after ``timeout`` seconds or once the ZooKeeper
+    connection is lost (a request kazoo holds until it reconnects would keep it waiting)."""
+    task = asyncio.ensure_future(work)
+    deadline = asyncio.get_running_loop().time() + timeout
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=CONNECTION_POLL_S)
+            if done:
+                return task.result()
+            if not broker.zk.connected:
+                raise ZooKeeperUnavailableError("lost the connection to ZooKeeper")
+            if asyncio.get_running_loop().time() >= deadline:
+                raise TimeoutError()
+    finally:
+        task.cancel()
