@@ -399,10 +399,13 @@ class BrokerConfig:
             raise ConfigError("listeners must name at least one listener")
         for item in self["listeners"]:
             _parse_listener(item)
-        for name, host, _ in self.advertised_listeners if self["advertised.listeners"] else ():
+        # Without advertised.listeners the listeners are advertised: as in Kafka, a
+        # meta-address is refused there too (an empty host advertises the machine's name).
+        for name, host, _ in self.advertised_listeners:
             if host in ("0.0.0.0", "::"):
                 raise ConfigError(
-                    f"advertised.listeners cannot use the meta-address {host} ({name})"
+                    f"advertised.listeners cannot use the meta-address {host} ({name}); "
+                    "set advertised.listeners, or leave the listener's host empty"
                 )
         if self["message.max.bytes"] > self["socket.request.max.bytes"]:
             raise ConfigError("message.max.bytes cannot exceed socket.request.max.bytes")

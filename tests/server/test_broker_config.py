@@ -1,0 +1,37 @@
+"""What BrokerConfig refuses at load time, with Kafka's reasons."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tidelog.server.config import BrokerConfig, ConfigError
+
+
+def load(tmp_path: Path, *overrides: str) -> BrokerConfig:
+    path = tmp_path / "server.properties"
+    path.write_text("zookeeper.connect=127.0.0.1:2181\n")
+    return BrokerConfig.load(path, list(overrides))
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "[::]"])
+def test_a_meta_address_is_never_advertised(tmp_path: Path, host: str) -> None:
+    # Advertised because advertised.listeners is unset: clients could not connect to it.
+    with pytest.raises(ConfigError, match="meta-address"):
+        load(tmp_path, f"listeners=PLAINTEXT://{host}:9092")
+    with pytest.raises(ConfigError, match="meta-address"):
+        load(tmp_path, f"advertised.listeners=PLAINTEXT://{host}:9092")
+
+
+def test_every_interface_with_a_routable_advertised_address_is_fine(tmp_path: Path) -> None:
+    config = load(
+        tmp_path,
+        "listeners=PLAINTEXT://0.0.0.0:9092",
+        "advertised.listeners=PLAINTEXT://broker-1:9092",
+    )
+    assert config.advertised_listeners == [("PLAINTEXT", "broker-1", 9092)]
+    # An empty host binds every interface and advertises the machine's name.
+    assert load(tmp_path, "listeners=PLAINTEXT://:9092").advertised_listeners == [
+        ("PLAINTEXT", "", 9092)
+    ]
