@@ -867,7 +867,7 @@ def test_a_stable_group_loses_only_offsets_of_topics_it_no_longer_subscribes_to(
         (member,) = formed.members
         await broker.commit("g", {("orders", 0): 5, ("old-topic", 0): 7}, 1, member)
         broker.coordinator.expire_offsets()
-        await asyncio.sleep(0.05)
+        await broker.coordinator.background_done()
         assert broker.committed("g") == {("orders", 0): 5, ("old-topic", 0): 7}
 
         broker.clock.advance(RETENTION_MS + 1)
@@ -896,7 +896,7 @@ def test_offsets_of_a_group_expire_only_after_retention_from_when_it_became_empt
         assert broker.state("g") == S.EMPTY
 
         broker.coordinator.expire_offsets()  # Empty only just now
-        await asyncio.sleep(0.05)
+        await broker.coordinator.background_done()
         assert broker.committed("g") == {("orders", 0): 100}
 
         broker.clock.advance(RETENTION_MS)
@@ -931,7 +931,7 @@ def test_an_empty_group_stored_without_a_state_time_counts_retention_from_commit
         assert (group.state, group.generation, group.protocol_type) == (S.EMPTY, 5, "consumer")
 
         broker.coordinator.expire_offsets()  # committed just now
-        await asyncio.sleep(0.05)
+        await broker.coordinator.background_done()
         assert broker.committed("old") == {("t", 0): 7}
 
         broker.clock.advance(RETENTION_MS)

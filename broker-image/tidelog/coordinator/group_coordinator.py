@@ -331,3 +331,8 @@ class GroupCoordinator(MembershipMixin, OffsetsMixin):
         task = asyncio.create_task(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    async def background_done(self) -> None:
+        """Test hook: wait for the writes started in the background so far, so that a
+        test can tell "nothing was expired" from "not expired yet"."""
+        await asyncio.gather(*self._background)
