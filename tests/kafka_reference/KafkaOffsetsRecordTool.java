@@ -113,18 +113,14 @@ public class KafkaOffsetsRecordTool {
         out.put("written_new", hex(SERDE.serializeKey(
             CoordinatorRecordHelpers.newOffsetCommitTombstoneRecord(group, topic, partition))));
         OffsetCommitKey key = new OffsetCommitKey().setGroup(group).setTopic(topic).setPartition(partition);
-        ObjectNode versions = out.putObject("versions");
-        for (short v = OffsetCommitKey.LOWEST_SUPPORTED_VERSION; v <= OffsetCommitKey.HIGHEST_SUPPORTED_VERSION; v++) {
-            byte[] data = MessageUtil.toVersionPrefixedBytes(v, key);
-            ByteBuffer buf = ByteBuffer.wrap(data);
-            short version = buf.getShort();
-            OffsetCommitKey read = new OffsetCommitKey(new ByteBufferAccessor(buf), version);
-            ObjectNode fields = JSON.createObjectNode();
-            fields.put("group", read.group());
-            fields.put("topic", read.topic());
-            fields.put("partition", read.partition());
-            putVersion(versions, v, data, fields);
-        }
+        putVersions(out, key, OffsetCommitKey.LOWEST_SUPPORTED_VERSION,
+            OffsetCommitKey.HIGHEST_SUPPORTED_VERSION, OffsetCommitKey::new, (read, data) -> {
+                ObjectNode fields = JSON.createObjectNode();
+                fields.put("group", read.group());
+                fields.put("topic", read.topic());
+                fields.put("partition", read.partition());
+                return fields;
+            });
         return out;
     }
 
@@ -135,15 +131,9 @@ public class KafkaOffsetsRecordTool {
         out.put("written_new", hex(SERDE.serializeKey(
             CoordinatorRecordHelpers.newGroupMetadataTombstoneRecord(group))));
         GroupMetadataKey key = new GroupMetadataKey().setGroup(group);
-        ObjectNode versions = out.putObject("versions");
-        for (short v = GroupMetadataKey.LOWEST_SUPPORTED_VERSION; v <= GroupMetadataKey.HIGHEST_SUPPORTED_VERSION; v++) {
-            byte[] data = MessageUtil.toVersionPrefixedBytes(v, key);
-            ByteBuffer buf = ByteBuffer.wrap(data);
-            short version = buf.getShort();
-            ObjectNode fields = JSON.createObjectNode();
-            fields.put("group", new GroupMetadataKey(new ByteBufferAccessor(buf), version).group());
-            putVersion(versions, v, data, fields);
-        }
+        putVersions(out, key, GroupMetadataKey.LOWEST_SUPPORTED_VERSION,
+            GroupMetadataKey.HIGHEST_SUPPORTED_VERSION, GroupMetadataKey::new,
+            (read, data) -> JSON.createObjectNode().put("group", read.group()));
         return out;
     }
 
@@ -201,20 +191,16 @@ public class KafkaOffsetsRecordTool {
             .setMetadata(metadata)
             .setCommitTimestamp(commitTimestamp)
             .setExpireTimestamp(expireTimestamp);
-        ObjectNode versions = out.putObject("versions");
-        for (short v = OffsetCommitValue.LOWEST_SUPPORTED_VERSION; v <= OffsetCommitValue.HIGHEST_SUPPORTED_VERSION; v++) {
-            byte[] data = MessageUtil.toVersionPrefixedBytes(v, value);
-            ByteBuffer buf = ByteBuffer.wrap(data);
-            short version = buf.getShort();
-            OffsetCommitValue read = new OffsetCommitValue(new ByteBufferAccessor(buf), version);
-            ObjectNode fields = JSON.createObjectNode();
-            fields.put("offset", read.offset());
-            fields.put("leader_epoch", read.leaderEpoch());
-            fields.put("metadata", read.metadata());
-            fields.put("commit_timestamp", read.commitTimestamp());
-            fields.put("expire_timestamp", read.expireTimestamp());
-            putVersion(versions, v, data, fields);
-        }
+        putVersions(out, value, OffsetCommitValue.LOWEST_SUPPORTED_VERSION,
+            OffsetCommitValue.HIGHEST_SUPPORTED_VERSION, OffsetCommitValue::new, (read, data) -> {
+                ObjectNode fields = JSON.createObjectNode();
+                fields.put("offset", read.offset());
+                fields.put("leader_epoch", read.leaderEpoch());
+                fields.put("metadata", read.metadata());
+                fields.put("commit_timestamp", read.commitTimestamp());
+                fields.put("expire_timestamp", read.expireTimestamp());
+                return fields;
+            });
         return out;
     }
 
@@ -248,37 +234,36 @@ public class KafkaOffsetsRecordTool {
         if (members.size() <= 1 && (members.isEmpty() || value.protocol() != null))
             out.put("written_by_manager", hex(writeWithManager(value)));
 
-        ObjectNode versions = out.putObject("versions");
-        for (short v = GroupMetadataValue.LOWEST_SUPPORTED_VERSION; v <= GroupMetadataValue.HIGHEST_SUPPORTED_VERSION; v++) {
-            byte[] data = MessageUtil.toVersionPrefixedBytes(v, value);
-            ByteBuffer buf = ByteBuffer.wrap(data);
-            short version = buf.getShort();
-            GroupMetadataValue read = new GroupMetadataValue(new ByteBufferAccessor(buf), version);
-            // The ZooKeeper-mode loader's view of the members (e.g. v0's rebalance timeout).
-            GroupMetadata loaded = GroupMetadataManager.readGroupMessageValue(
-                "reference", ByteBuffer.wrap(data), Time.SYSTEM);
-            ObjectNode fields = JSON.createObjectNode();
-            fields.put("protocol_type", read.protocolType());
-            fields.put("generation", read.generation());
-            fields.put("protocol", read.protocol());
-            fields.put("leader", read.leader());
-            fields.put("current_state_timestamp", read.currentStateTimestamp());
-            ArrayNode readMembers = fields.putArray("members");
-            for (GroupMetadataValue.MemberMetadata m : read.members()) {
-                ObjectNode member = readMembers.addObject();
-                member.put("member_id", m.memberId());
-                member.put("group_instance_id", m.groupInstanceId());
-                member.put("client_id", m.clientId());
-                member.put("client_host", m.clientHost());
-                member.put("rebalance_timeout", m.rebalanceTimeout());
-                member.put("session_timeout", m.sessionTimeout());
-                member.put("subscription", hex(m.subscription()));
-                member.put("assignment", hex(m.assignment()));
-                member.put("loader_rebalance_timeout", loaded.get(m.memberId()).rebalanceTimeoutMs());
-            }
-            putVersion(versions, v, data, fields);
-        }
+        putVersions(out, value, GroupMetadataValue.LOWEST_SUPPORTED_VERSION,
+            GroupMetadataValue.HIGHEST_SUPPORTED_VERSION, GroupMetadataValue::new,
+            KafkaOffsetsRecordTool::groupValueFields);
         return out;
+    }
+
+    private static ObjectNode groupValueFields(GroupMetadataValue read, byte[] data) {
+        // The ZooKeeper-mode loader's view of the members (e.g. v0's rebalance timeout).
+        GroupMetadata loaded = GroupMetadataManager.readGroupMessageValue(
+            "reference", ByteBuffer.wrap(data), Time.SYSTEM);
+        ObjectNode fields = JSON.createObjectNode();
+        fields.put("protocol_type", read.protocolType());
+        fields.put("generation", read.generation());
+        fields.put("protocol", read.protocol());
+        fields.put("leader", read.leader());
+        fields.put("current_state_timestamp", read.currentStateTimestamp());
+        ArrayNode readMembers = fields.putArray("members");
+        for (GroupMetadataValue.MemberMetadata m : read.members()) {
+            ObjectNode member = readMembers.addObject();
+            member.put("member_id", m.memberId());
+            member.put("group_instance_id", m.groupInstanceId());
+            member.put("client_id", m.clientId());
+            member.put("client_host", m.clientHost());
+            member.put("rebalance_timeout", m.rebalanceTimeout());
+            member.put("session_timeout", m.sessionTimeout());
+            member.put("subscription", hex(m.subscription()));
+            member.put("assignment", hex(m.assignment()));
+            member.put("loader_rebalance_timeout", loaded.get(m.memberId()).rebalanceTimeoutMs());
+        }
+        return fields;
     }
 
     /** The ZooKeeper-mode coordinator's own writer, given the group it would hold. */
@@ -316,10 +301,28 @@ public class KafkaOffsetsRecordTool {
 
     // ----------------------------------------------------------------------------------
 
-    private static void putVersion(ObjectNode versions, short v, byte[] data, ObjectNode fields) {
-        ObjectNode entry = versions.putObject(Short.toString(v));
-        entry.put("hex", hex(data));
-        entry.set("read", fields);
+    /** A generated message's constructor that reads one version of it. */
+    private interface Reader<T> {
+        T read(ByteBufferAccessor accessor, short version);
+    }
+
+    /** The fields a test compares, of a message read back from its bytes. */
+    private interface Fields<T> {
+        ObjectNode of(T read, byte[] data);
+    }
+
+    /** out.versions.<v> = {hex: the message written in version v, read: its fields read back}. */
+    private static <T extends ApiMessage> void putVersions(
+            ObjectNode out, T message, short lowest, short highest, Reader<T> reader, Fields<T> fields) {
+        ObjectNode versions = out.putObject("versions");
+        for (short v = lowest; v <= highest; v++) {
+            byte[] data = MessageUtil.toVersionPrefixedBytes(v, message);
+            ByteBuffer buf = ByteBuffer.wrap(data);
+            short version = buf.getShort();
+            ObjectNode entry = versions.putObject(Short.toString(v));
+            entry.put("hex", hex(data));
+            entry.set("read", fields.of(reader.read(new ByteBufferAccessor(buf), version), data));
+        }
     }
 
     private static String textOrNull(JsonNode node) {
