@@ -14,7 +14,7 @@ from tidelog.server.config import BrokerConfig, ConfigError
 from tidelog.server.env_overrides import (
     PREFIX,
     env_overrides,
-    override_arguments,
+    load_config,
     property_key,
     variable_name,
 )
@@ -60,10 +60,6 @@ def test_only_prefixed_variables_count_and_values_stay_as_they_are() -> None:
         "advertised.listeners": "PLAINTEXT://broker-3.svc:9092",
         "broker.id": "3",
     }
-    assert override_arguments(environ) == [
-        "advertised.listeners=PLAINTEXT://broker-3.svc:9092",
-        "broker.id=3",
-    ]
 
 
 def test_two_variables_for_one_key_are_an_error() -> None:
@@ -75,9 +71,10 @@ def test_two_variables_for_one_key_are_an_error() -> None:
 def test_values_with_equals_signs_survive_the_config_loader(tmp_path: Path) -> None:
     path = tmp_path / "server.properties"
     path.write_text("zookeeper.connect=zk:2181\n")
-    environ = {"TIDELOG_CONFIG_LISTENER_SECURITY_PROTOCOL_MAP": "A:PLAINTEXT,B:PLAINTEXT"}
-    config = BrokerConfig.load(path, override_arguments(environ))
-    assert config["listener.security.protocol.map"] == "A:PLAINTEXT,B:PLAINTEXT"
+    environ = {"TIDELOG_CONFIG_LISTENER_SECURITY_PROTOCOL_MAP": "A=B:PLAINTEXT"}
+    config, from_environment = load_config(str(path), [], environ)
+    assert config["listener.security.protocol.map"] == "A=B:PLAINTEXT"
+    assert from_environment == ["listener.security.protocol.map"]
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from tidelog.admin.connection import BrokerConnection
 from tidelog.protocol import ApiKey, ErrorCode, ProtocolError
 from tidelog.server.config import BrokerConfig, ConfigError
-from tidelog.server.env_overrides import override_arguments
+from tidelog.server.env_overrides import load_config
 from tidelog.zookeeper.server import four_letter_word
 
 __all__ = ["DEFAULT_CONFIG", "HealthCheckError", "check_broker", "check_zookeeper", "main"]
@@ -131,8 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.zookeeper is not None:
             print(check_zookeeper(*args.zookeeper, args.timeout))
         else:
-            overrides = [*override_arguments(os.environ), *args.override]
-            config = BrokerConfig.load(args.config, overrides)
+            config, _ = load_config(args.config, args.override, os.environ)
             print(check_broker(config, args.timeout))
     except (ConfigError, HealthCheckError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)

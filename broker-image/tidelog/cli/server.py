@@ -14,11 +14,9 @@ import resource
 import signal
 import sys
 
-from kazoo.handlers.threading import KazooTimeoutError
-
-from tidelog.controller.zk_client import BrokerIdTakenError
+from tidelog.controller.zk_client import BrokerIdTakenError, ZooKeeperUnavailableError
 from tidelog.server.config import BrokerConfig, ConfigError
-from tidelog.server.env_overrides import override_arguments
+from tidelog.server.env_overrides import load_config
 
 __all__ = ["main"]
 
@@ -69,23 +67,16 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("kazoo").setLevel(logging.WARNING)
     log = logging.getLogger("tidelog.server")
     try:
-        from_environment = override_arguments(os.environ)
-        if from_environment:
-            # Keys only: values may be secrets.
-            keys = (item.partition("=")[0] for item in from_environment)
-            log.info("config from the environment: %s", ", ".join(keys))
-        config = BrokerConfig.load(args.config, [*from_environment, *args.override])
+        config, from_environment = load_config(args.config, args.override, os.environ)
+        if from_environment:  # keys only: values may be secrets
+            log.info("config from the environment: %s", ", ".join(from_environment))
         for key in config.unknown:
             log.warning("unknown config %r ignored", key)
         _raise_open_files_limit()
         asyncio.run(_run(config))
-    except (ConfigError, BrokerIdTakenError) as error:
+    except (ConfigError, BrokerIdTakenError, ZooKeeperUnavailableError) as error:
+        # ZooKeeper unavailable here means at start-up; later the client retries.
         print(f"tidelog-server: {error}", file=sys.stderr)
-        return 1
-    except KazooTimeoutError:
-        # At start-up only: later, lost connections are the ZooKeeper client's to retry.
-        connect = config["zookeeper.connect"]
-        print(f"tidelog-server: no ZooKeeper answered at {connect} in time", file=sys.stderr)
         return 1
     return 0
 

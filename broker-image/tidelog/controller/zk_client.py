@@ -29,6 +29,7 @@ from kazoo.exceptions import (
     RolledBackError,
     SessionExpiredError,
 )
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.serialization import CloseInstance
 from kazoo.protocol.states import KeeperState
 
@@ -153,22 +154,32 @@ class KafkaZkClient:
         self.zk = KazooClient(hosts=connect, timeout=self._session_timeout)
 
     def start(self) -> None:
+        """Connect, creating the chroot first if needed; ZooKeeperUnavailableError when no
+        server answers within the connection timeout."""
         if self._chroot:  # Kafka creates its chroot on first use
             bootstrap = KazooClient(hosts=self._hosts, timeout=self._session_timeout)
-            bootstrap.start(timeout=self._connection_timeout)
             try:
+                self._connect(bootstrap)
                 bootstrap.ensure_path(self._chroot)
             finally:
                 bootstrap.stop()
                 bootstrap.close()
-        self.zk.start(timeout=self._connection_timeout)
+        self._connect(self.zk)
         for path in PERSISTENT_PATHS:
             self.zk.ensure_path(path)
 
-    def close(self, timeout: float = CLOSE_TIMEOUT_S) -> bool:
-        """End the session and stop kazoo's threads, waiting at most ``timeout`` seconds
-        (``DISCONNECTED_CLOSE_TIMEOUT_S`` without a connection); True when kazoo stopped
-        in time.
+    def _connect(self, client: KazooClient) -> None:
+        try:
+            client.start(timeout=self._connection_timeout)
+        except KazooTimeoutError:
+            client.stop()  # it would go on trying in the background
+            raise ZooKeeperUnavailableError(
+                f"no ZooKeeper answered at {self.connect_string} in time"
+            ) from None
+
+    def close(self) -> None:
+        """End the session and stop kazoo's threads, waiting at most ``CLOSE_TIMEOUT_S``
+        (``DISCONNECTED_CLOSE_TIMEOUT_S`` without a connection).
 
         Connected, this closes the session and ZooKeeper deletes its ephemeral nodes at
         once. Without a connection there is no session to close (the server expires it
@@ -178,8 +189,7 @@ class KafkaZkClient:
         threads are daemons) and closed as kazoo closes it when its connection thread
         ends: every request still waiting fails with ConnectionLoss, so no worker thread
         waits on ZooKeeper any longer, and later calls fail at once."""
-        if not self.zk.connected:
-            timeout = min(timeout, DISCONNECTED_CLOSE_TIMEOUT_S)
+        timeout = CLOSE_TIMEOUT_S if self.zk.connected else DISCONNECTED_CLOSE_TIMEOUT_S
         failure: list[BaseException] = []
 
         def stop() -> None:
@@ -199,9 +209,8 @@ class KafkaZkClient:
             # request, queued again so that a connect that still succeeds closes too.
             self.zk._session_callback(KeeperState.CLOSED)
             self.zk._queue.append((CloseInstance, None))
-            return False
+            return
         self.zk.close()
-        return True
 
     @property
     def connected(self) -> bool:

@@ -18,9 +18,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from tidelog.server.config import ConfigError
+from tidelog.server.config import BrokerConfig, ConfigError
 
-__all__ = ["PREFIX", "env_overrides", "override_arguments", "property_key", "variable_name"]
+__all__ = [
+    "PREFIX",
+    "env_overrides",
+    "load_config",
+    "property_key",
+    "variable_name",
+]
 
 PREFIX = "TIDELOG_CONFIG_"
 
@@ -69,6 +75,11 @@ def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
     return {key: value for key, (_, value) in sorted(found.items())}
 
 
-def override_arguments(environ: Mapping[str, str]) -> list[str]:
-    """:func:`env_overrides` as ``key=value`` items, what ``BrokerConfig.load`` takes."""
-    return [f"{key}={value}" for key, value in env_overrides(environ).items()]
+def load_config(
+    path: str, overrides: list[str], environ: Mapping[str, str]
+) -> tuple[BrokerConfig, list[str]]:
+    """The broker's config as ``tidelog-server`` stacks it (file, environment, then
+    ``overrides``), and the keys the environment set."""
+    from_environment = env_overrides(environ)
+    items = [f"{key}={value}" for key, value in from_environment.items()]
+    return BrokerConfig.load(path, [*items, *overrides]), list(from_environment)
