@@ -375,6 +375,21 @@ def test_member_id_required_then_the_member_joins_with_that_id(run):
     run(scenario)
 
 
+def test_a_member_id_never_used_expires_with_its_session_and_leaves_nothing(run):
+    async def scenario(broker: Broker) -> None:
+        unused = [
+            await broker.join("g", require_known_member_id=True, session_ms=20) for _ in range(5)
+        ]
+        assert {r.error for r in unused} == {E.MEMBER_ID_REQUIRED}
+        assert broker.coordinator.timer_count == 5
+        await eventually(lambda: broker.coordinator.timer_count == 0)
+        for reservation in unused:
+            late = await broker.join("g", reservation.member_id, require_known_member_id=True)
+            assert late.error == E.UNKNOWN_MEMBER_ID
+
+    run(scenario, min_session_timeout_ms=10)
+
+
 def test_a_full_group_takes_no_new_member(run):
     async def scenario(broker: Broker) -> None:
         formed = await broker.form("g", 2)

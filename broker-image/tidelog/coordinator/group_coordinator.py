@@ -308,9 +308,16 @@ class GroupCoordinator(MembershipMixin, OffsetsMixin):
     # -- timers and answers ---------------------------------------------------------------------
 
     def _call_later(self, key, delay_ms: int, callback, *args) -> None:
-        """One timer per key: a group id (its rebalance) or (group id, member id)."""
+        """One timer per key: a group id (its rebalance) or (group id, member id). A timer
+        that fires leaves ``_timers`` first (it is the key's current one: a newer timer
+        would have cancelled it), so member ids handed out and never used leave nothing."""
         self._cancel(key)
-        self._timers[key] = asyncio.get_running_loop().call_later(delay_ms / 1000, callback, *args)
+
+        def fire() -> None:
+            del self._timers[key]
+            callback(*args)
+
+        self._timers[key] = asyncio.get_running_loop().call_later(delay_ms / 1000, fire)
 
     def _cancel(self, key) -> None:
         handle = self._timers.pop(key, None)
@@ -331,6 +338,11 @@ class GroupCoordinator(MembershipMixin, OffsetsMixin):
         task = asyncio.create_task(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    @property
+    def timer_count(self) -> int:
+        """Test hook: how many timers are pending."""
+        return len(self._timers)
 
     async def background_done(self) -> None:
         """Test hook: wait for the writes started in the background so far, so that a
