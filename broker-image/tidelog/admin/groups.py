@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from tidelog.admin.connection import BrokerConnection
 from tidelog.admin.errors import AdminError
-from tidelog.protocol import ApiKey
+from tidelog.protocol import OPERATIONS_NOT_REQUESTED, ApiKey
 from tidelog.protocol.consumer_protocol import PROTOCOL_TYPE, decode_assignment, decode_subscription
 from tidelog.protocol.errors import ErrorCode
 
@@ -354,7 +354,7 @@ class ConsumerGroupsMixin:
         not know is described as ``Dead`` with no members (whether the broker answers
         that way or with GROUP_ID_NOT_FOUND). Members of consumer groups have their
         assignment and subscription decoded (a malformed one raises
-        :class:`~tidelog.admin.consumer_protocol.ConsumerProtocolError`)."""
+        :class:`~tidelog.protocol.consumer_protocol.ConsumerProtocolError`)."""
         out = {}
         for group in dict.fromkeys(groups):
             response, _, node = self._coordinator_request(
@@ -403,7 +403,7 @@ class ConsumerGroupsMixin:
                 described.protocol_data,
                 tuple(members),
                 node,
-                None if operations == -(2**31) else operations,
+                None if operations == OPERATIONS_NOT_REQUESTED else operations,
             )
         return out
 

@@ -21,7 +21,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from tidelog.coordinator.offsets_records import GroupMetadataValue, MemberValue, OffsetValue
-from tidelog.protocol.consumer_protocol import ConsumerProtocolError, decode_subscription
+from tidelog.protocol.consumer_protocol import (
+    PROTOCOL_TYPE,
+    ConsumerProtocolError,
+    decode_subscription,
+)
 
 __all__ = ["Group", "GroupState", "JoinResult", "Member", "SyncResult"]
 
@@ -260,7 +264,7 @@ class Group:
 
     def subscribed_topics(self) -> set[str] | None:
         """Topics the members subscribe to (consumer protocol), None when unknown."""
-        if self.protocol_type != "consumer" or self.protocol is None:
+        if self.protocol_type != PROTOCOL_TYPE or self.protocol is None:
             return None
         topics: set[str] = set()
         for member in self.members.values():

@@ -18,6 +18,7 @@ Errors: :mod:`tidelog.protocol.errors`.
 
 from ._structs import Struct
 from .api import (
+    OPERATIONS_NOT_REQUESTED,
     ApiKey,
     ApiSpec,
     api_spec,
@@ -46,6 +47,7 @@ from .errors import (
 from .headers import RequestHeader, ResponseHeader
 
 __all__ = [
+    "OPERATIONS_NOT_REQUESTED",
     "ApiKey",
     "ApiSpec",
     "ErrorCode",

@@ -40,6 +40,7 @@ from .errors import (
 from .headers import REQUEST_HEADER_CODECS, RESPONSE_HEADER_CODECS, RequestHeader, ResponseHeader
 
 __all__ = [
+    "OPERATIONS_NOT_REQUESTED",
     "ApiKey",
     "ApiSpec",
     "api_spec",
@@ -56,6 +57,10 @@ __all__ = [
     "response_codec",
     "response_header_version",
 ]
+
+# The value of an ``authorized_operations`` field (DescribeCluster, DescribeGroups, ...)
+# when the request did not ask for them: Integer.MIN_VALUE.
+OPERATIONS_NOT_REQUESTED = -(2**31)
 
 
 class ApiKey(enum.IntEnum):

@@ -4,7 +4,7 @@ authorized operations are all those Kafka supports on a cluster resource."""
 
 from __future__ import annotations
 
-from tidelog.protocol import ApiKey, response_class
+from tidelog.protocol import OPERATIONS_NOT_REQUESTED, ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
 
 __all__ = ["CLUSTER_AUTHORIZED_OPERATIONS", "handle_describe_cluster"]
@@ -15,7 +15,6 @@ ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS = 1, 2
 # AclOperation codes: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10,
 # ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12: Kafka's supported operations on the cluster.
 CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << code for code in (5, 7, 8, 9, 10, 11, 12))
-OPERATIONS_NOT_REQUESTED = -(2**31)
 
 
 async def handle_describe_cluster(broker, header, request, context):

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from tidelog.coordinator.group import GroupState
-from tidelog.protocol import ApiKey, response_class
+from tidelog.protocol import OPERATIONS_NOT_REQUESTED, ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
 
 __all__ = ["handle_delete_groups", "handle_describe_groups", "handle_list_groups"]
@@ -14,7 +14,6 @@ DescribeGroupsResponse = response_class(ApiKey.DESCRIBE_GROUPS)
 DeleteGroupsResponse = response_class(ApiKey.DELETE_GROUPS)
 
 # DescribeGroups without includeAuthorizedOperations: "not requested".
-OPERATIONS_NOT_REQUESTED = -(2**31)
 CLASSIC = "classic"
 
 
