@@ -91,7 +91,7 @@ k8s-env: k8s-tools
 # then builds broker-image/Dockerfile from wheels made here.
 images: setup
 	tools/images/build.sh PYTHON=$(BIN)/python ZOOKEEPER_LIBS=$(ZOOKEEPER_LIBS) \
-	    BASE_IMAGE=$(BASE_IMAGE)
+	    BASE_IMAGE=$(BASE_IMAGE) IMAGE=$(TIDELOG_BROKER_IMAGE)
 
 # Apache Kafka's protocol message definitions (JSON from the kafka-clients jar), committed
 # under broker-image/tidelog/protocol/messages/ so that the broker never needs Java.

@@ -3,18 +3,14 @@ its ZooKeeper) exits 1 with one line, for a restart policy to try again."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import sys
 from pathlib import Path
 
-TIDELOG_SERVER = Path(sys.executable).with_name("tidelog-server")
+from tidelog.server.process import TIDELOG_SERVER, free_port
 
 
 def test_no_zookeeper_at_start_up_is_one_line_and_status_1(tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed = probe.getsockname()[1]
+    closed = free_port()
     config = tmp_path / "server.properties"
     config.write_text(
         f"zookeeper.connect=127.0.0.1:{closed}\n"

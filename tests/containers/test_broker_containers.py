@@ -27,15 +27,18 @@ CONFIG = {
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[DockerCluster]:
+    containers = ["zookeeper", *(f"broker-{b}" for b in BROKERS)]
     with DockerCluster(broker_image(), size=len(BROKERS), config=CONFIG) as cluster:
-        wait_until(lambda: registered(cluster) == BROKERS, "three brokers registered", 90)
-        wait_until(
-            lambda: all(
-                cluster.state(f"broker-{b}")["Health"]["Status"] == "healthy" for b in BROKERS
-            ),
-            "every broker container healthy",
-            90,
-        )
+        try:
+            wait_until(lambda: registered(cluster) == BROKERS, "three brokers registered", 90)
+            wait_until(
+                lambda: all(cluster.state(c)["Health"]["Status"] == "healthy" for c in containers),
+                "every container healthy (the image's health check)",
+                90,
+            )
+        except AssertionError as error:
+            logs = "\n".join(f"--- {c}\n{cluster.logs(c)[-2000:]}" for c in containers)
+            raise AssertionError(f"{error}\n{logs}") from None
         yield cluster
 
 

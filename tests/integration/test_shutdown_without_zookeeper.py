@@ -16,6 +16,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kazoo.client import KazooClient
 
 from integration.cluster import Cluster, wait_until
+from tidelog.storage.log_manager import CLEAN_SHUTDOWN_MARKER
 from tidelog.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.timeout(180)
@@ -111,7 +112,7 @@ def test_sigterm_without_zookeeper_shuts_down_cleanly(tmp_path, size):
             ), log[-3000:]
             assert "all controlled shutdown attempts failed; shutting down anyway" in log
             assert f"broker {broker.broker_id} shut down cleanly" in log
-            assert all((d / ".kafka_cleanshutdown").exists() for d in broker.log_dirs)
+            assert all((d / CLEAN_SHUTDOWN_MARKER).exists() for d in broker.log_dirs)
 
         # Back with ZooKeeper: no recovery, and every acknowledged record is there.
         zookeeper.start()

@@ -5,8 +5,6 @@ Pods and PersistentVolumeClaims and collect them again through owner references.
 from __future__ import annotations
 
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,9 +12,8 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from integration.cluster import wait_until
 from kubeapi.control_plane import ControlPlane, find_tool
-
-_WAIT_S = 30.0
 
 WIDGET_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -51,14 +48,6 @@ WIDGET_CRD = {
         ],
     },
 }
-
-
-def wait_until(condition: Callable[[], object], what: str) -> object:
-    deadline = time.monotonic() + _WAIT_S
-    while not (result := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-    return result
 
 
 def kubectl(plane: ControlPlane, *args: str, stdin: str | None = None) -> str:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make images`: build the broker image tidelog-broker:<version> (and :latest).
+# `make images`: build the broker image (by default tidelog-broker:<version>, and :latest).
 #
 #   tools/images/build.sh [NAME=VALUE ...]
 #
@@ -15,7 +15,7 @@
 #                   ${XDG_CACHE_HOME:-~/.cache}/tidelog/zookeeper-*/libs, `make zookeeper-libs`)
 #   BASE_IMAGE      default python:3.11-slim-bookworm; a local Debian stand-in is built when
 #                   it cannot be pulled (base-image.sh)
-#   IMAGE           default tidelog-broker
+#   IMAGE           the tag, default tidelog-broker:<version>; :latest is tagged beside it
 #   STAGING         default build/images/broker
 set -euo pipefail
 
@@ -31,7 +31,6 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 
 python="${PYTHON:-.venv/bin/python}"
-image="${IMAGE:-tidelog-broker}"
 staging="${STAGING:-build/images/broker}"
 cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/tidelog"
 
@@ -42,6 +41,8 @@ total_started=$(now)
 
 [ -x "$python" ] || die "no python at $python (run \`make setup\`, or set PYTHON)"
 version=$("$python" -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
+tag="${IMAGE:-tidelog-broker:$version}"
+latest="${tag%:*}:latest"
 
 zookeeper_libs="${ZOOKEEPER_LIBS:-}"
 if [ -z "$zookeeper_libs" ]; then
@@ -91,14 +92,14 @@ say "staged ${#wheels[@]} wheels and ${#jars[@]} jars in $staging ($(since "$ste
 
 step=$(now)
 log="$build_dir/docker-build.log"
-say "docker build $image:$version (log $log)"
+say "docker build $tag (log $log)"
 if ! docker build --file broker-image/Dockerfile \
     --build-arg BASE_IMAGE="$base" --build-arg TIDELOG_VERSION="$version" \
-    --tag "$image:$version" --tag "$image:latest" "$staging" >"$log" 2>&1; then
+    --tag "$tag" --tag "$latest" "$staging" >"$log" 2>&1; then
     tail -n 25 "$log" >&2
     die "docker build failed; see $log"
 fi
-size=$(docker image inspect --format '{{.Size}}' "$image:$version" |
+size=$(docker image inspect --format '{{.Size}}' "$tag" |
     awk '{ printf "%.0f MB", $1 / 1000000 }')
-say "built $image:$version and $image:latest, $size ($(since "$step"))"
+say "built $tag and $latest, $size ($(since "$step"))"
 say "done ($(since "$total_started"))"
