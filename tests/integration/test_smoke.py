@@ -1,11 +1,7 @@
 """The broker process starts, answers real clients and stops cleanly."""
 
-import subprocess
-
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
-
-from integration.broker_process import TIDELOG_SERVER, BrokerProcess
 
 
 def test_produce_and_consume_with_kafka_python(broker):
@@ -24,18 +20,6 @@ def test_produce_and_consume_with_kafka_python(broker):
     values = sorted(m.value for m in consumer)
     consumer.close()
     assert values == sorted(b"v%d" % i for i in range(200))
-
-
-def test_a_second_broker_with_the_same_id_refuses_to_start(broker, tmp_path, zk_chroot):
-    twin = BrokerProcess(tmp_path / "twin", zk_chroot, broker_id=broker.broker_id)
-    result = subprocess.run(
-        [str(TIDELOG_SERVER), str(twin.config_path)], capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1] == (
-        "tidelog-server: broker.id 1 is already registered in ZooKeeper by another running "
-        "broker"
-    )
 
 
 def test_sigterm_writes_the_clean_shutdown_marker(broker):

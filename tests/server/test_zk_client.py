@@ -1,6 +1,8 @@
 """Kafka's znodes, written through the broker's ZooKeeper client to a real server."""
 
 import json
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -28,15 +30,30 @@ def raw(zk_chroot, path):
         viewer.stop()
 
 
-def test_broker_registration_is_ephemeral_and_unique(zk, zk_chroot):
+def waits_logged(caplog) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.getMessage().startswith("waiting for the previous registration of broker.id")
+    ]
+
+
+def test_broker_registration_is_ephemeral_and_unique(zk, zk_chroot, caplog):
     registration = BrokerRegistration(1, (("PLAINTEXT", "127.0.0.1", 9092),), rack="r1")
     zk.register_broker(registration)
     assert raw(zk_chroot, "/brokers/ids/1")["endpoints"] == ["PLAINTEXT://127.0.0.1:9092"]
-    other = KafkaZkClient(zk_chroot)
+    owner = f"0x{zk.session_id:x}"
+    # The live owner keeps its node: the other waits its bound out, then gives up.
+    other = KafkaZkClient(zk_chroot, session_timeout_ms=4000)
     other.start()
-    with pytest.raises(BrokerIdTakenError, match="broker.id 1 is already registered"):
+    with pytest.raises(BrokerIdTakenError, match="broker.id 1 is already registered") as taken:
         other.register_broker(registration)
     other.close()
+    assert f"session {owner} still held it after 6 s" in str(taken.value)
+    assert waits_logged(caplog) == [
+        f"waiting for the previous registration of broker.id 1 (owner session {owner}) to "
+        "expire: up to 6 s (1.5 x zookeeper.session.timeout.ms)"
+    ]
     live = zk.live_brokers()[1]
     assert live.epoch > 0  # the znode's czxid, Kafka's broker epoch
     assert replace(live, epoch=-1) == registration
@@ -45,6 +62,57 @@ def test_broker_registration_is_ephemeral_and_unique(zk, zk_chroot):
     again.start()
     assert again.live_brokers() == {}  # the session went, so did the node
     again.close()
+
+
+def test_a_registration_made_by_this_session_is_its_own(zk, zk_chroot, caplog):
+    """A create that went through before a lost connection hid its answer: trying again
+    finds this session's node and keeps it."""
+    registration = BrokerRegistration(2, (("PLAINTEXT", "127.0.0.1", 9092),))
+    zk.register_broker(registration)
+    zk.register_broker(registration)
+    assert zk.zk.exists("/brokers/ids/2").ephemeralOwner == zk.session_id
+    assert waits_logged(caplog) == []
+
+
+def test_a_persistent_node_takes_the_id_at_once(zk, caplog):
+    zk.zk.create("/brokers/ids/3", b"{}")
+    registration = BrokerRegistration(3, (("PLAINTEXT", "127.0.0.1", 9092),))
+    with pytest.raises(BrokerIdTakenError, match="by a persistent znode /brokers/ids/3"):
+        zk.register_broker(registration)
+    assert waits_logged(caplog) == []
+
+
+ABANDONED_REGISTRATION = """
+import sys
+from kazoo.client import KazooClient
+client = KazooClient(hosts=sys.argv[1], timeout=4)
+client.start(timeout=10)
+client.create("/brokers/ids/4", b"{}", ephemeral=True)
+print(client.client_id[0], flush=True)
+sys.stdin.read()
+"""
+
+
+def test_the_registration_of_a_killed_session_is_taken_over_once_it_expires(zk, zk_chroot, caplog):
+    """A broker killed with -9 leaves its node until ZooKeeper expires its session; the
+    broker started again waits for that instead of failing."""
+    killed = subprocess.Popen(
+        [sys.executable, "-c", ABANDONED_REGISTRATION, zk_chroot],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        old_session = int(killed.stdout.readline())
+    finally:
+        killed.kill()
+        killed.wait()
+    registration = BrokerRegistration(4, (("PLAINTEXT", "127.0.0.1", 9092),))
+    zk.register_broker(registration)
+    assert zk.zk.exists("/brokers/ids/4").ephemeralOwner == zk.session_id
+    assert raw(zk_chroot, "/brokers/ids/4")["endpoints"] == ["PLAINTEXT://127.0.0.1:9092"]
+    (waited,) = waits_logged(caplog)
+    assert f"broker.id 4 (owner session 0x{old_session:x})" in waited
 
 
 def test_cluster_id_is_created_once(zk, zk_chroot):

@@ -63,6 +63,7 @@ from tidelog.controller.zk_data import (
 __all__ = [
     "CONFIG_CHANGE_EXPIRATION_MS",
     "PRODUCER_ID_BLOCK_SIZE",
+    "REGISTRATION_WAIT_FACTOR",
     "SESSION_ERRORS",
     "BrokerIdTakenError",
     "KafkaZkClient",
@@ -90,6 +91,11 @@ CLOSE_TIMEOUT_S = 5.0
 DISCONNECTED_CLOSE_TIMEOUT_S = 1.0
 # How often a bounded request checks the connection while it waits.
 _POLL_S = 0.1
+# How long a starting broker waits, in session timeouts, for the registration of a session
+# that is not its own to go (see KafkaZkClient.register_broker). ZooKeeper expires a
+# session within one tickTime after its timeout, and a session timeout is at least two
+# ticks (ZooKeeper's minSessionTimeout), so an abandoned session is gone within 1.5.
+REGISTRATION_WAIT_FACTOR = 1.5
 
 
 # ZooKeeper calls fail with these while the session is gone; the broker re-registers
@@ -107,7 +113,7 @@ class ZooKeeperUnavailableError(ZkError):
 
 
 class BrokerIdTakenError(ZkError):
-    """Another live broker is registered with this id."""
+    """Another live broker is registered with this id (or a persistent znode is there)."""
 
 
 class TopicExistsError(ZkError):
@@ -131,6 +137,11 @@ class PartitionsChangedError(ZkError):
 def config_change_number(name: str) -> int:
     """``config_change_0000000042`` → 42."""
     return int(name[len(CONFIG_CHANGE_PREFIX) :])
+
+
+def _session_hex(session_id: int) -> str:
+    """A session id as ZooKeeper's own logs print it (``0x`` and 64 bits unsigned)."""
+    return f"0x{session_id & 0xFFFF_FFFF_FFFF_FFFF:x}"
 
 
 def split_connect_string(connect: str) -> tuple[str, str]:
@@ -277,15 +288,70 @@ class KafkaZkClient:
         return RESERVED_BROKER_MAX_ID + stat.version
 
     def register_broker(self, registration: BrokerRegistration) -> None:
-        try:
-            self.zk.create(
-                broker_path(registration.broker_id), registration.encode(), ephemeral=True
-            )
-        except NodeExistsError:
-            raise BrokerIdTakenError(
-                f"broker.id {registration.broker_id} is already registered in ZooKeeper "
-                f"by another running broker"
-            ) from None
+        """Create ``/brokers/ids/<id>``, ephemeral, owned by this session.
+
+        When the node exists, its ``ephemeralOwner`` says whose it is (Kafka's
+        ``KafkaZkClient.registerBroker`` checks the owner the same way, but fails at
+        once on another session's node, so a quick restart after a crash fails too):
+
+        - this session: the create went through before a lost connection hid the
+          answer; the registration is ours and stands.
+        - no session (a persistent node): nothing will remove it;
+          :class:`BrokerIdTakenError` at once.
+        - another session: the previous run of this broker, killed before it could
+          close its session (ZooKeeper deletes the node when that session expires), or
+          a live broker with this id (seed 000: a second broker with a taken id fails).
+          Logged once per owner; then the broker waits, with a watch on the node (no
+          polling), for it to go, and registers. A live broker's node never goes: past
+          ``REGISTRATION_WAIT_FACTOR`` x the session timeout, :class:`BrokerIdTakenError`.
+
+        ZooKeeper tells no client another session's timeout (and kazoo does not keep even
+        its own negotiated one), so the bound is this client's
+        ``zookeeper.session.timeout.ms``, taken to be the owner's: true of the same broker
+        restarted with the same config, which the server grants the same timeout.
+        """
+        path = broker_path(registration.broker_id)
+        bound = REGISTRATION_WAIT_FACTOR * self._session_timeout
+        deadline: float | None = None
+        announced: set[int] = set()
+        while True:
+            try:
+                self.zk.create(path, registration.encode(), ephemeral=True)
+                return
+            except NodeExistsError:
+                pass
+            changed = threading.Event()
+            stat = self.zk.exists(path, watch=lambda _event, changed=changed: changed.set())
+            if stat is None:
+                continue  # it went meanwhile
+            owner = stat.ephemeralOwner
+            if owner == self.session_id:
+                return
+            if owner == 0:
+                raise BrokerIdTakenError(
+                    f"broker.id {registration.broker_id} is taken in ZooKeeper by a "
+                    f"persistent znode {path}, which no session expiry removes"
+                )
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + bound
+            if owner not in announced:
+                announced.add(owner)
+                logger.warning(
+                    "waiting for the previous registration of broker.id %d (owner session "
+                    "%s) to expire: up to %g s (%g x zookeeper.session.timeout.ms)",
+                    registration.broker_id,
+                    _session_hex(owner),
+                    round(deadline - now, 1),
+                    REGISTRATION_WAIT_FACTOR,
+                )
+            if now >= deadline:
+                raise BrokerIdTakenError(
+                    f"broker.id {registration.broker_id} is already registered in ZooKeeper "
+                    f"by another running broker (session {_session_hex(owner)} still held "
+                    f"it after {bound:g} s)"
+                )
+            changed.wait(deadline - now)
 
     def live_brokers(
         self, watch: Callable | None = None, timeout: float | None = None

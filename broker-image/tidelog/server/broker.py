@@ -1,8 +1,10 @@
 """The broker: storage, ZooKeeper membership, the controller role, the network.
 
 Start-up order: ZooKeeper session and cluster id, the logs (recovered if the last
-shutdown was unclean), the listeners, then the ``/brokers/ids/<id>`` registration (a
-taken id stops the start with one clear error), then the controller election. Shut-down
+shutdown was unclean), the listeners, then the ``/brokers/ids/<id>`` registration (the
+registration of this broker's previous, killed run is waited out until its session
+expires; an id a live broker keeps stops the start with one clear error, see
+``KafkaZkClient.register_broker``), then the controller election. Shut-down
 reverses it and ends with the logs flushed, checkpointed and marked clean.
 
 Dynamic configuration (seed 003): the dynamic broker configs in ZooKeeper are layered
