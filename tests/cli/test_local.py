@@ -1,5 +1,6 @@
-"""``tidelog-local start``: a real ZooKeeper and real brokers, described in cluster.json,
-stopped cleanly by SIGTERM."""
+"""``tidelog-local``: a real ZooKeeper and real brokers, described in cluster.json,
+stopped cleanly by SIGTERM; a broker that dies leaves the others serving, and
+``restart-broker`` / ``stop-broker`` act on one broker of the running cluster."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
+from kazoo.client import KazooClient
 
+from integration.acked_writes import ContinuousProducer, assert_acknowledged_records_kept
+from integration.cluster import wait_until
 from tidelog.admin import AdminClient
 
 TIDELOG_LOCAL = Path(sys.executable).with_name("tidelog-local")
@@ -56,6 +60,22 @@ def alive(pid: int) -> bool:
     return True
 
 
+def local(*arguments) -> subprocess.CompletedProcess:
+    """``tidelog-local ARGUMENTS``, run to its end."""
+    return subprocess.run(
+        [TIDELOG_LOCAL, *map(str, arguments)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+
+
+def broker_entry(description: Path, broker_id: int) -> dict:
+    (entry,) = [b for b in json.loads(description.read_text())["brokers"] if b["id"] == broker_id]
+    return entry
+
+
 def test_start_describes_the_cluster_and_sigterm_stops_it(tmp_path):
     base_port = free_port_run(2)
     command = [
@@ -84,6 +104,8 @@ def test_start_describes_the_cluster_and_sigterm_stops_it(tmp_path):
         assert cluster["zookeeper"].startswith("127.0.0.1:")
         for broker in brokers:
             assert alive(broker["pid"])
+            assert broker["running"] is True and broker["exit_code"] is None
+            assert broker["log"] == str(Path(broker["config"]).with_name("broker.log"))
             assert f"broker.id={broker['id']}" in Path(broker["config"]).read_text()
             assert len(broker["log_dirs"]) == 3
             assert all(Path(d, "meta.properties").exists() for d in broker["log_dirs"])
@@ -104,7 +126,115 @@ def test_start_describes_the_cluster_and_sigterm_stops_it(tmp_path):
     assert process.returncode == 0, err
     assert "stopped." in out
     assert not description.exists()
+    assert not (tmp_path / "control.sock").exists()
     assert not any(alive(b["pid"]) for b in brokers)
+
+
+def test_a_dead_broker_leaves_the_others_serving_until_restart_broker_brings_it_back(tmp_path):
+    base_port = free_port_run(3)
+    directory = tmp_path.resolve()
+    stderr_path = tmp_path / "start.err"
+    command = [TIDELOG_LOCAL, "start", "--dir", directory, "--base-port", str(base_port)]
+    with open(stderr_path, "w") as stderr:
+        process = subprocess.Popen(
+            [*command, "--zk-port", str(free_port_run(1))],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+    zookeeper: KazooClient | None = None
+    try:
+        description = directory / "cluster.json"
+        wait_for(description, process)
+        cluster = json.loads(description.read_text())
+        bootstrap = cluster["bootstrap"]
+        zookeeper = KazooClient(hosts=cluster["zookeeper"])
+        zookeeper.start(timeout=10)
+
+        def registration_owner() -> int | None:
+            stat = zookeeper.exists("/brokers/ids/2")
+            return None if stat is None else stat.ephemeralOwner
+
+        def broker_2_down() -> dict | None:
+            entry = broker_entry(description, 2)
+            return None if entry["running"] else entry
+
+        def broker_2_rejoined() -> bool:
+            broker_1 = f"127.0.0.1:{broker_entry(description, 1)['port']}"
+            return sorted(b.node_id for b in AdminClient(broker_1).metadata([]).brokers) == [
+                1,
+                2,
+                3,
+            ]
+
+        killed = broker_entry(description, 2)
+        old_owner = registration_owner()
+        with ContinuousProducer(bootstrap, "demo", 6) as producer:
+            producer.wait_for_more(100, "records acknowledged by the whole cluster")
+            os.kill(killed["pid"], signal.SIGKILL)
+            down = wait_until(broker_2_down, "cluster.json says broker 2 is down")
+            assert (down["pid"], down["exit_code"]) == (None, -9)
+            assert process.poll() is None  # start, ZooKeeper and the others go on
+            assert all(broker_entry(description, b)["running"] for b in (1, 3))
+            died = stderr_path.read_text()
+            assert f"broker 2 died: exit code -9 (SIGKILL); its log: {killed['log']}" in died
+            assert f"tidelog-local restart-broker 2 --dir {directory}" in died
+            producer.wait_for_more(200, "records acknowledged with broker 2 down")
+
+            restarted = local("restart-broker", 2, "--dir", directory)
+            assert restarted.returncode == 0, restarted.stderr
+            back = broker_entry(description, 2)
+            assert back["running"] is True and back["exit_code"] is None
+            assert back["pid"] != killed["pid"] and alive(back["pid"])
+            assert restarted.stdout == f"broker 2 is running again (pid {back['pid']})\n"
+            assert registration_owner() not in (None, old_owner)  # registered anew
+            wait_until(broker_2_rejoined, "broker 1's metadata lists broker 2 again")
+            producer.wait_for_more(200, "records acknowledged after broker 2 came back")
+
+            again = local("restart-broker", 2, "--dir", directory)
+            assert (again.returncode, again.stderr) == (
+                1,
+                f"tidelog-local: broker 2 is running (pid {back['pid']}); stop it first: "
+                f"tidelog-local stop-broker 2 --dir {directory}\n",
+            )
+            unknown = local("stop-broker", 7, "--dir", directory)
+            assert (unknown.returncode, unknown.stderr) == (
+                1,
+                "tidelog-local: no broker 7 in this cluster (brokers 1, 2, 3)\n",
+            )
+
+            stopped = local("stop-broker", 3, "--dir", directory)
+            assert stopped.returncode == 0, stopped.stderr
+            assert stopped.stdout.startswith("broker 3 stopped (exit code 0)")
+            entry = broker_entry(description, 3)
+            assert (entry["running"], entry["pid"], entry["exit_code"]) == (False, None, 0)
+            twice = local("stop-broker", 3, "--dir", directory)
+            assert (twice.returncode, twice.stderr) == (
+                1,
+                "tidelog-local: broker 3 is not running\n",
+            )
+            producer.wait_for_more(200, "records acknowledged with broker 3 stopped")
+        assert_acknowledged_records_kept(bootstrap, producer)
+
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=60)
+    finally:
+        if zookeeper is not None:
+            zookeeper.stop()
+            zookeeper.close()
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, stderr_path.read_text()
+    assert "stopped." in out
+    assert "broker 3 died" not in stderr_path.read_text()  # stopped on request
+    assert not description.exists()
+
+
+def test_restart_broker_without_a_running_start_is_one_line_and_status_1(tmp_path):
+    done = local("restart-broker", 1, "--dir", tmp_path)
+    assert done.returncode == 1
+    assert done.stderr == f"tidelog-local: no tidelog-local start is running in {tmp_path}\n"
 
 
 @pytest.mark.parametrize(
