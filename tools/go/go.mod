@@ -1,0 +1,3 @@
+module tidelog.dev/tools
+
+go 1.22
