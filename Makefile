@@ -22,16 +22,20 @@ ZOOKEEPER_STAMP := $(ZOOKEEPER_LIBS)/.complete
 export TIDELOG_ZOOKEEPER_LIBS := $(ZOOKEEPER_LIBS)
 
 # Kubernetes-side tools, built from their Go modules (tools/k8s/build.sh) and cached per
-# version: a real API server for the operator's tests, kubectl, helm and kind. One
-# Kubernetes minor version throughout: the kubernetes Python client (pyproject.toml) and
-# kind's node image follow it.
+# version: a real API server for the operator's tests, kubectl, helm and kind, and what the
+# kind node image holds (kubelet, kubeadm, the control plane, kube-proxy, etcd, CoreDNS).
+# One Kubernetes version throughout: the kubernetes Python client (pyproject.toml) and
+# kind's node image follow it, and etcd and CoreDNS are the versions kubeadm deploys
+# with it (tools/kind/node-image.sh checks that).
 KUBERNETES_VERSION := v1.31.4
-ETCD_VERSION := v3.5.17
+ETCD_VERSION := v3.5.15
+COREDNS_VERSION := v1.11.3
 HELM_VERSION := v3.16.4
 KIND_VERSION := v0.24.0
 K8S_TOOLS := $(CACHE_DIR)/k8s
-K8S_TOOL_DIRS := $(K8S_TOOLS)/kubernetes-$(KUBERNETES_VERSION) $(K8S_TOOLS)/etcd-$(ETCD_VERSION) \
-    $(K8S_TOOLS)/helm-$(HELM_VERSION) $(K8S_TOOLS)/kind-$(KIND_VERSION)
+K8S_TOOL_BUILDS := kubernetes-$(KUBERNETES_VERSION) etcd-$(ETCD_VERSION) \
+    coredns-$(COREDNS_VERSION) helm-$(HELM_VERSION) kind-$(KIND_VERSION)
+K8S_TOOL_DIRS := $(addprefix $(K8S_TOOLS)/,$(K8S_TOOL_BUILDS))
 empty :=
 space := $(empty) $(empty)
 
@@ -77,11 +81,11 @@ $(ZOOKEEPER_STAMP): tools/zookeeper/pom.xml
 	    -DoutputDirectory=$(ZOOKEEPER_LIBS)
 	touch $@
 
-k8s-tools: $(addsuffix /.complete,$(K8S_TOOL_DIRS))
-
-$(K8S_TOOLS)/%/.complete:
-	tools/k8s/build.sh $(firstword $(subst -, ,$*)) $(patsubst $(firstword $(subst -, ,$*))-%,%,$*) \
-	    $(K8S_TOOLS)
+# The script returns at once for a tool whose cached build is complete.
+k8s-tools:
+	@for build in $(K8S_TOOL_BUILDS); do \
+	    tools/k8s/build.sh "$${build%%-*}" "$${build#*-}" $(K8S_TOOLS) || exit 1; \
+	done
 
 # `eval "$(make -s k8s-env)"` puts the cached tools on a shell's PATH.
 k8s-env: k8s-tools

@@ -3,9 +3,12 @@
 #
 #   tools/k8s/build.sh TOOL VERSION CACHE_DIR
 #
-# TOOL is kubernetes (kube-apiserver, kube-controller-manager and kubectl from one
-# source tree), etcd, helm or kind. The binaries land in CACHE_DIR/TOOL-VERSION/ and a
-# `.complete` stamp marks a finished build, so a second call returns at once.
+# TOOL is kubernetes (the control plane, kubelet, kubeadm, kube-proxy and kubectl from
+# one source tree), etcd, coredns, helm or kind. The binaries land in
+# CACHE_DIR/TOOL-VERSION/ and a `.complete` stamp, listing them, marks a finished build:
+# a second call returns at once, unless the build now makes a binary the stamp lacks.
+# Everything is linked statically (CGO_ENABLED=0): the kind node image runs these
+# binaries in images that hold nothing else.
 #
 # Only the Go module proxy is needed: this is how the tools are fetched on a machine
 # that reaches no other download site. With internet access, the projects' released
@@ -17,9 +20,16 @@ version=$2
 cache_dir=$3
 dest="$cache_dir/$tool-$version"
 
-if [[ -f "$dest/.complete" ]]; then
+kubernetes_commands=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet
+    kubeadm kubectl)
+case "$tool" in
+    kubernetes) binaries=("${kubernetes_commands[@]}") ;;
+    *) binaries=("$tool") ;;
+esac
+if [[ -f "$dest/.complete" ]] && [[ "$(cat "$dest/.complete")" == "${binaries[*]}" ]]; then
     exit 0
 fi
+export CGO_ENABLED=0
 
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
@@ -46,6 +56,12 @@ case "$tool" in
             -ldflags "-X helm.sh/helm/v3/internal/version.version=$version" \
             "helm.sh/helm/v3/cmd/helm@$version"
         ;;
+    coredns)
+        # kubeadm's Corefile uses plugins of CoreDNS's default build only.
+        GOBIN="$dest" go install \
+            -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$version" \
+            "github.com/coredns/coredns@$version"
+        ;;
     etcd)
         # The server module's go.mod points its sibling modules at ../ paths of the etcd
         # repository; without them the released versions of those modules are used.
@@ -69,7 +85,7 @@ case "$tool" in
             ldflags+=" -X $pkg.gitTreeState=clean"
         done
         (cd "$src" && go build -mod=mod -ldflags "$ldflags" -o "$dest/" \
-            ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kubectl)
+            "${kubernetes_commands[@]/#/./cmd/}")
         ;;
     *)
         echo "tools/k8s/build.sh: unknown tool $tool" >&2
@@ -77,6 +93,8 @@ case "$tool" in
         ;;
 esac
 
-touch "$dest/.complete"
-built=("$dest"/*)
-echo "built $tool $version in $((SECONDS - started)) s: ${built[*]##*/}"
+for binary in "${binaries[@]}"; do
+    [[ -x "$dest/$binary" ]] || { echo "tools/k8s/build.sh: $binary was not built" >&2; exit 1; }
+done
+echo "${binaries[*]}" >"$dest/.complete"
+echo "built $tool $version in $((SECONDS - started)) s: ${binaries[*]}"
