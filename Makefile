@@ -48,8 +48,12 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 BASE_IMAGE ?= python:3.11-slim-bookworm
 export TIDELOG_BROKER_IMAGE := tidelog-broker:$(VERSION)
 
-.PHONY: setup run test lint bench bench-storage kafka-libs zookeeper-libs k8s-tools k8s-env \
-    images clean
+# kind's node image (tools/kind/node-image.sh): kindest/node for KUBERNETES_VERSION where a
+# registry serves it, else one built here from the binaries of k8s-tools.
+export KUBERNETES_VERSION ETCD_VERSION COREDNS_VERSION K8S_TOOLS
+
+.PHONY: setup run test e2e lint bench bench-storage kafka-libs zookeeper-libs k8s-tools k8s-env \
+    images kind-node-image go-test clean
 
 setup: $(STAMP) zookeeper-libs
 
@@ -96,6 +100,9 @@ k8s-env: k8s-tools
 images: setup
 	tools/images/build.sh PYTHON=$(BIN)/python ZOOKEEPER_LIBS=$(ZOOKEEPER_LIBS) \
 	    BASE_IMAGE=$(BASE_IMAGE) IMAGE=$(TIDELOG_BROKER_IMAGE)
+
+kind-node-image: k8s-tools images
+	tools/kind/node-image.sh >/dev/null
 
 # Apache Kafka's protocol message definitions (JSON from the kafka-clients jar), committed
 # under broker-image/tidelog/protocol/messages/ so that the broker never needs Java.
