@@ -115,8 +115,17 @@ protocol-messages: kafka-libs
 run: setup
 	$(BIN)/tidelog-local start
 
-test: setup kafka-libs k8s-tools images
+# The whole suite: the Go tools' tests, then pytest over tests/ and e2e/ (the kind
+# cluster last).
+test: setup kafka-libs k8s-tools images kind-node-image go-test
 	$(BIN)/pytest
+
+# The kind end-to-end tests alone (e2e/conftest.py: E2E_KEEP=1 keeps the cluster).
+e2e: setup k8s-tools images kind-node-image
+	$(BIN)/pytest e2e
+
+go-test:
+	cd tools/go && go vet ./... && go test ./...
 
 lint: setup
 	$(BIN)/ruff check .

@@ -1,0 +1,125 @@
+"""The e2e suite's client inside the kind cluster (image ``tidelog-e2e-client``): kafka-python
+for produce and consume, tidelog's admin library for topics and metadata. Every command
+prints one JSON document on stdout and exits non-zero when what it checks is not so.
+
+    python e2e_client.py create-topic   --bootstrap B --topic T --partitions P \
+                                        --replication-factor R [--min-insync-replicas M]
+    python e2e_client.py describe-topic --bootstrap B --topic T
+    python e2e_client.py produce        --bootstrap B --topic T --count N [--prefix S]
+    python e2e_client.py consume        --bootstrap B --topic T --expect N [--prefix S]
+
+``produce`` writes with acks=all and reports what was acknowledged; ``consume`` reads the
+topic from the beginning and fails unless it finds every record ``produce`` would have
+written with that prefix and count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from kafka import KafkaConsumer, KafkaProducer
+
+from tidelog.admin import AdminClient
+
+
+def create_topic(args: argparse.Namespace) -> dict:
+    AdminClient(args.bootstrap).create_topic(
+        args.topic,
+        args.partitions,
+        args.replication_factor,
+        {"min.insync.replicas": str(args.min_insync_replicas)},
+        exist_ok=True,
+    )
+    return describe_topic(args)
+
+
+def describe_topic(args: argparse.Namespace) -> dict:
+    metadata = AdminClient(args.bootstrap).metadata([args.topic])
+    (topic,) = metadata.topics
+    return {
+        "error_code": topic.error_code,
+        "brokers": {b.node_id: f"{b.host}:{b.port}" for b in metadata.brokers},
+        "partitions": {
+            p.partition_index: {
+                "leader": p.leader_id,
+                "replicas": sorted(p.replica_nodes),
+                "isr": sorted(p.isr_nodes),
+            }
+            for p in topic.partitions
+        },
+    }
+
+
+def values(prefix: str, count: int) -> list[bytes]:
+    return [f"{prefix}-{n}".encode() for n in range(count)]
+
+
+def produce(args: argparse.Namespace) -> dict:
+    producer = KafkaProducer(
+        bootstrap_servers=args.bootstrap, acks="all", retries=10, request_timeout_ms=30000
+    )
+    futures = [producer.send(args.topic, value) for value in values(args.prefix, args.count)]
+    producer.flush(120)
+    failures = [str(f.exception) for f in futures if f.failed()]
+    producer.close()
+    return {"acknowledged": args.count - len(failures), "failures": failures[:5]}
+
+
+def consume(args: argparse.Namespace) -> dict:
+    wanted = set(values(args.prefix, args.expect))
+    consumer = KafkaConsumer(
+        args.topic,
+        bootstrap_servers=args.bootstrap,
+        group_id=f"e2e-{args.topic}-{args.prefix}",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
+    )
+    found: set[bytes] = set()
+    deadline = time.monotonic() + args.timeout
+    while not wanted <= found and time.monotonic() < deadline:
+        found.update(message.value for message in consumer if message.value in wanted)
+    consumer.close()
+    missing = sorted(v.decode() for v in wanted - found)
+    return {"consumed": len(found), "missing": missing[:10], "missing_count": len(missing)}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, function in [
+        ("create-topic", create_topic),
+        ("describe-topic", describe_topic),
+        ("produce", produce),
+        ("consume", consume),
+    ]:
+        command = commands.add_parser(name)
+        command.set_defaults(function=function)
+        command.add_argument("--bootstrap", required=True)
+        command.add_argument("--topic", required=True)
+        if name == "create-topic":
+            command.add_argument("--partitions", type=int, required=True)
+            command.add_argument("--replication-factor", type=int, required=True)
+            command.add_argument("--min-insync-replicas", type=int, default=2)
+        if name in ("produce", "consume"):
+            command.add_argument("--prefix", default="record")
+        if name == "produce":
+            command.add_argument("--count", type=int, required=True)
+        if name == "consume":
+            command.add_argument("--expect", type=int, required=True)
+            command.add_argument("--timeout", type=float, default=60)
+    return parser
+
+
+def main() -> int:
+    args = _parser().parse_args()
+    result = args.function(args)
+    print(json.dumps(result))
+    failed = result.get("failures") or result.get("missing_count") or result.get("error_code")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

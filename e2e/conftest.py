@@ -1,0 +1,218 @@
+"""The e2e session: a kind cluster (e2e/kind.yaml: 1 control plane + 3 workers, two
+real disks per worker) with our images loaded, shared by every e2e test.
+
+``make e2e`` runs these tests alone, ``make test`` after the rest. Both build what the
+fixture needs first (``make k8s-tools images kind-node-image``); the fixture itself
+never skips: a missing piece is an error that says which make target provides it.
+
+Environment:
+- ``E2E_KEEP=1`` keeps the cluster and its disks after the session (for debugging with
+  ``kubectl --kubeconfig build/e2e/kubeconfig``); the next session reuses them.
+- ``E2E_DISK_SIZE`` (default ``1GiB``) sizes each disk.
+
+When a test fails, the state of the cluster (nodes, pods, events, the logs of the test's
+pods, the kubelet's journal) goes to ``build/e2e/logs/<test>/`` and the report says so;
+when the cluster cannot be created, kind's own log export goes there too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from e2e import disks
+from e2e.kind_cluster import ClusterError, KindCluster, run
+from e2e.paths import E2E, KIND_CONFIG, LOGS, MANIFESTS, REPO, WORKDIR
+
+CLIENT_IMAGE_NAME = "tidelog-e2e-client"
+KAFKA_PYTHON_REQUIREMENT = "kafka-python==3.0.12"
+
+
+def _keep() -> bool:
+    return os.environ.get("E2E_KEEP") == "1"
+
+
+def node_image() -> str:
+    """The node image of ``make kind-node-image``; the script returns at once when it is
+    up to date and prints its name."""
+    script = REPO / "tools" / "kind" / "node-image.sh"
+    missing = [
+        v for v in ("KUBERNETES_VERSION", "ETCD_VERSION", "COREDNS_VERSION") if v not in os.environ
+    ]
+    if missing:
+        raise ClusterError(f"{', '.join(missing)} unset: run the e2e tests through `make e2e`")
+    return run(str(script), timeout=1800).strip()
+
+
+def broker_image() -> str:
+    image = os.environ.get("TIDELOG_BROKER_IMAGE")
+    if not image:
+        raise ClusterError("$TIDELOG_BROKER_IMAGE is unset: run the e2e tests through `make e2e`")
+    try:
+        run("docker", "image", "inspect", image)
+    except ClusterError:
+        raise ClusterError(f"image {image} not found: run `make images`") from None
+    return image
+
+
+def client_image(broker: str) -> str:
+    """The client image (e2e/client/) on top of ``broker``, built from a kafka-python wheel
+    made here; Docker's cache makes a rebuild of an unchanged one take seconds."""
+    version = broker.rpartition(":")[2]
+    image = f"{CLIENT_IMAGE_NAME}:{version}"
+    context = WORKDIR / "client-image"
+    wheels = context / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    for old in wheels.glob("*.whl"):
+        old.unlink()
+    python = REPO / ".venv" / "bin" / "python"
+    run(
+        str(python),
+        "-m",
+        "pip",
+        "wheel",
+        "--quiet",
+        "--no-deps",
+        "--disable-pip-version-check",
+        "--wheel-dir",
+        str(wheels),
+        KAFKA_PYTHON_REQUIREMENT,
+        timeout=300,
+    )
+    for name in ("Dockerfile", "e2e_client.py"):
+        (context / name).write_bytes((E2E / "client" / name).read_bytes())
+    run(
+        "docker",
+        "build",
+        "--quiet",
+        "--build-arg",
+        f"BROKER_IMAGE={broker}",
+        "--tag",
+        image,
+        str(context),
+        timeout=600,
+    )
+    return image
+
+
+def manifest_images() -> set[str]:
+    """Every image the manifests of e2e/manifests name."""
+    found = set()
+    for path in MANIFESTS.glob("*.yaml"):
+        found.update(re.findall(r"^\s*image:\s*(\S+)", path.read_text(), re.MULTILINE))
+    return found
+
+
+def disk_mount_points() -> list[Path]:
+    """The host paths that kind.yaml maps to /mnt/disks/<n> in the workers."""
+    config = yaml.safe_load(KIND_CONFIG.read_text())
+    return [
+        Path(mount["hostPath"])
+        for node in config["nodes"]
+        for mount in node.get("extraMounts", [])
+        if mount["containerPath"].startswith("/mnt/disks/")
+    ]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """An e2e test may create the cluster (minutes) before it runs: each gets 20 minutes."""
+    for item in items:
+        if Path(item.path).is_relative_to(E2E):
+            item.add_marker(pytest.mark.timeout(1200))
+
+
+class Progress:
+    """One line on the terminal per finished step of the session's set-up, with its time:
+    pytest shows nothing else while the cluster is being made."""
+
+    def __init__(self, config: pytest.Config):
+        self.reporter = config.pluginmanager.get_plugin("terminalreporter")
+        self.capture = config.pluginmanager.get_plugin("capturemanager")
+        self.started = time.monotonic()
+
+    def done(self, what: str) -> None:
+        now = time.monotonic()
+        if self.reporter is not None and self.capture is not None:
+            # Output is captured while fixtures run; this line is for the terminal.
+            with self.capture.global_and_fixture_disabled():
+                self.reporter.write_line(f"e2e: {what} ({now - self.started:.1f} s)")
+        self.started = now
+
+
+@pytest.fixture(scope="session")
+def kind_cluster(pytestconfig: pytest.Config) -> Iterator[KindCluster]:
+    """The kind cluster, ready, with the broker and client images on its workers."""
+    progress = Progress(pytestconfig)
+    WORKDIR.mkdir(parents=True, exist_ok=True)
+    broker = broker_image()
+    images = {broker, client_image(broker)}
+    wrong = manifest_images() - images
+    if wrong:
+        raise ClusterError(
+            f"e2e/manifests name {sorted(wrong)}, but the images are "
+            f"{sorted(images)}: update the manifests"
+        )
+    progress.done(f"images {', '.join(sorted(images))}")
+    cluster = KindCluster(KIND_CONFIG, node_image(), WORKDIR)
+    progress.done(f"node image {cluster.node_image}")
+    node_disks = disks.prepare(disk_mount_points(), os.environ.get("E2E_DISK_SIZE", "1GiB"))
+    progress.done(f"{len(node_disks)} disks mounted under {disks.ROOT}")
+    try:
+        progress.done(_create_or_reuse(cluster))
+        cluster.load(*sorted(images))
+        progress.done(f"images loaded into {', '.join(cluster.workers())}")
+        yield cluster
+    finally:
+        if not _keep():
+            if cluster.exists():
+                cluster.delete()
+            disks.release(node_disks)
+            progress.done(f"cluster {cluster.name} and its disks removed")
+
+
+def _create_or_reuse(cluster: KindCluster) -> str:
+    """The cluster ready to use, created or kept from an earlier session; says which."""
+    if cluster.exists():
+        try:
+            cluster.reuse()
+            return f"reused the kept cluster {cluster.name}"
+        except ClusterError as error:
+            print(f"the existing cluster {cluster.name} is not usable ({error}); recreating it")
+            cluster.delete()
+    try:
+        cluster.create()
+    except ClusterError:
+        cluster.export_logs(LOGS / "create-cluster")
+        raise
+    return f"created the cluster {cluster.name}: {', '.join(cluster.nodes())}"
+
+
+# -- what a failed test leaves behind -------------------------------------------------------
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    cluster = item.funcargs.get("kind_cluster") if hasattr(item, "funcargs") else None
+    if not report.failed or report.when == "teardown" or cluster is None:
+        return
+    directory = LOGS / re.sub(r"[^\w.-]+", "_", item.nodeid)
+    namespaces = [
+        namespace
+        for value in item.funcargs.values()
+        if isinstance(namespace := getattr(value, "namespace", None), str)
+    ]
+    try:
+        cluster.save_state(directory, namespaces)
+    except (ClusterError, OSError, subprocess.SubprocessError) as error:
+        report.sections.append(("e2e state", f"could not collect the cluster's state: {error}"))
+        return
+    report.sections.append(("e2e state", f"the cluster's state is in {directory}"))

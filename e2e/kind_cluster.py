@@ -1,0 +1,229 @@
+"""A kind cluster for the e2e suite, driven through the ``kind``, ``kubectl`` and
+``docker`` command lines as a user drives them.
+
+The cluster is described by ``e2e/kind.yaml`` and created from the node image of
+``make kind-node-image`` (tools/kind/node-image.sh). A cluster that already exists under
+the same name, kept by an earlier session (``E2E_KEEP=1``), is reused when its nodes
+become Ready; otherwise it is deleted and created anew.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import yaml
+
+from kubeapi.control_plane import find_tool
+
+__all__ = ["ClusterError", "KindCluster"]
+
+_CREATE_TIMEOUT_S = 600
+_READY_TIMEOUT_S = 300
+
+
+class ClusterError(RuntimeError):
+    """A command against the cluster failed; the message carries its output."""
+
+
+def run(*command: str, input: str | None = None, timeout: float = 120, check: bool = True) -> str:
+    """Run a command; its stdout, or :class:`ClusterError` with its output when it fails."""
+    try:
+        result = subprocess.run(
+            command, input=input, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired as expired:
+        raise ClusterError(f"{' '.join(command)}: no result within {timeout} s") from expired
+    if check and result.returncode != 0:
+        output = (result.stderr or result.stdout).strip()
+        raise ClusterError(f"{' '.join(command)} failed ({result.returncode}): {output[-3000:]}")
+    return result.stdout
+
+
+class KindCluster:
+    """The cluster ``config`` names, with its kubeconfig in ``workdir``."""
+
+    def __init__(self, config: Path, node_image: str, workdir: Path):
+        self.config = config
+        self.node_image = node_image
+        self.name = yaml.safe_load(config.read_text())["name"]
+        self.kubeconfig = workdir / "kubeconfig"
+        self.kind = find_tool("kind")
+        self.kubectl_path = find_tool("kubectl")
+
+    # -- life cycle --------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        return self.name in run(self.kind, "get", "clusters").split()
+
+    def create(self) -> None:
+        """Create the cluster and wait until every node and CoreDNS are ready. On failure
+        the nodes are kept for :meth:`export_logs` (``--retain``); the caller deletes."""
+        run(
+            self.kind,
+            "create",
+            "cluster",
+            "--config",
+            str(self.config),
+            "--image",
+            self.node_image,
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--retain",
+            timeout=_CREATE_TIMEOUT_S,
+        )
+        self.wait_until_ready()
+
+    def reuse(self) -> None:
+        """Take over the existing cluster: its kubeconfig, then ready nodes and DNS."""
+        self.kubeconfig.write_text(run(self.kind, "get", "kubeconfig", "--name", self.name))
+        self.wait_until_ready()
+
+    def wait_until_ready(self, timeout: float = _READY_TIMEOUT_S) -> None:
+        self.kubectl(
+            "wait",
+            "--for=condition=Ready",
+            "nodes",
+            "--all",
+            f"--timeout={timeout}s",
+            timeout=timeout + 10,
+        )
+        self.kubectl(
+            "--namespace",
+            "kube-system",
+            "rollout",
+            "status",
+            "deployment/coredns",
+            f"--timeout={timeout}s",
+            timeout=timeout + 10,
+        )
+
+    def delete(self) -> None:
+        """Delete the nodes, then kind's Docker network when no container uses it any
+        more (kind keeps it for the clusters to come)."""
+        run(self.kind, "delete", "cluster", "--name", self.name, timeout=180)
+        attached = run(
+            "docker", "network", "inspect", "kind", "--format", "{{len .Containers}}", check=False
+        ).strip()
+        if attached == "0":
+            run("docker", "network", "rm", "kind", check=False)
+
+    def export_logs(self, directory: Path) -> None:
+        """kind's own log export (journals, container logs, node files) into directory."""
+        run(
+            self.kind,
+            "export",
+            "logs",
+            str(directory),
+            "--name",
+            self.name,
+            timeout=300,
+            check=False,
+        )
+
+    def save_state(self, directory: Path, namespaces: list[str]) -> None:
+        """What explains a failure, as files in ``directory``: nodes, pods, volumes and
+        events of the whole cluster, the logs of every pod in ``namespaces`` (with their
+        previous containers'), and each node's kubelet, containerd and pod-network
+        journal."""
+        directory.mkdir(parents=True, exist_ok=True)
+        listings = {
+            "nodes-and-pods.txt": ("get", "nodes,pods,pvc,pv", "--all-namespaces", "-o", "wide"),
+            "events.txt": ("get", "events", "--all-namespaces", "--sort-by=.lastTimestamp"),
+        }
+        for name, args in listings.items():
+            (directory / name).write_text(self.kubectl(*args, check=False))
+        for namespace in namespaces:
+            for pod in self.kubectl(
+                "get", "pods", "-n", namespace, "-o", "name", check=False
+            ).split():
+                logs = [
+                    self.kubectl(
+                        "logs",
+                        "-n",
+                        namespace,
+                        pod,
+                        "--all-containers",
+                        "--tail=300",
+                        *previous,
+                        check=False,
+                    )
+                    for previous in ((), ("--previous",))
+                ]
+                text = logs[0] + ("\n--- previous container ---\n" + logs[1] if logs[1] else "")
+                (directory / f"{namespace}-{pod.replace('/', '-')}.log").write_text(text)
+        units = ("kubelet", "containerd", "tidelog-pod-network")
+        for node in self.nodes():
+            journal = self.node_exec(
+                node,
+                "journalctl",
+                "--no-pager",
+                "-n",
+                "300",
+                *(f"--unit={unit}" for unit in units),
+                check=False,
+            )
+            (directory / f"{node}.journal").write_text(journal)
+
+    # -- nodes ---------------------------------------------------------------------------
+
+    def nodes(self) -> list[str]:
+        return sorted(run(self.kind, "get", "nodes", "--name", self.name).split())
+
+    def workers(self) -> list[str]:
+        return [node for node in self.nodes() if not node.endswith("-control-plane")]
+
+    def load(self, *images: str) -> None:
+        """Put local Docker images into the workers' containerd (`kind load`)."""
+        run(
+            self.kind,
+            "load",
+            "docker-image",
+            *images,
+            "--name",
+            self.name,
+            "--nodes",
+            ",".join(self.workers()),
+            timeout=600,
+        )
+
+    def node_exec(self, node: str, *command: str, check: bool = True) -> str:
+        """Run a command in a node container (as `docker exec`)."""
+        return run("docker", "exec", node, *command, check=check)
+
+    def restart_node(self, node: str) -> None:
+        run("docker", "restart", node, timeout=180)
+
+    # -- the API ---------------------------------------------------------------------------
+
+    def kubectl(
+        self, *args: str, input: str | None = None, timeout: float = 120, check: bool = True
+    ) -> str:
+        return run(
+            self.kubectl_path,
+            "--kubeconfig",
+            str(self.kubeconfig),
+            *args,
+            input=input,
+            timeout=timeout,
+            check=check,
+        )
+
+    def get(self, *args: str) -> dict:
+        """``kubectl get ... -o json``, parsed."""
+        return json.loads(self.kubectl("get", *args, "--output", "json"))
+
+    def wait_for(self, condition, what: str, timeout: float = 120, interval: float = 2) -> None:
+        """Poll ``condition`` (a callable) until it is true; ClusterError naming ``what``."""
+        deadline = time.monotonic() + timeout
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                if condition():
+                    return
+            except ClusterError as error:
+                last_error = error
+            time.sleep(interval)
+        raise ClusterError(f"{what}: not so within {timeout} s (last error: {last_error})")
