@@ -23,19 +23,12 @@ suite="${DEBIAN_SUITE:-bookworm}"
 name=base-image say_to=2
 # shellcheck source=tools/images/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-have_image() { docker image inspect "$1" >/dev/null 2>&1; }
 
-if have_image "$base_image"; then
+if image_available "$base_image" "$pull_timeout"; then
     echo "$base_image"
     exit 0
 fi
-started=$(now)
-if timeout "$pull_timeout" docker pull --quiet "$base_image" >/dev/null 2>&1; then
-    say "pulled $base_image ($(since "$started"))"
-    echo "$base_image"
-    exit 0
-fi
-say "cannot pull $base_image ($(since "$started")); using $local_image instead"
+say "using $local_image instead"
 if have_image "$local_image"; then
     echo "$local_image"
     exit 0

@@ -19,24 +19,18 @@
 #   STAGING         default build/images/broker
 set -euo pipefail
 
-for assignment in "$@"; do
-    case "$assignment" in
-    *=*) export "${assignment?}" ;;
-    *) echo "usage: $0 [NAME=VALUE ...]" >&2; exit 2 ;;
-    esac
-done
-
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 
-python="${PYTHON:-.venv/bin/python}"
-staging="${STAGING:-build/images/broker}"
-cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/tidelog"
-
 name=images say_to=1
 # shellcheck source=tools/images/common.sh
 source "$here/common.sh"
+export_assignments "$@"
+
+python="${PYTHON:-.venv/bin/python}"
+staging="${STAGING:-build/images/broker}"
+cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/tidelog"
 total_started=$(now)
 
 [ -x "$python" ] || die "no python at $python (run \`make setup\`, or set PYTHON)"

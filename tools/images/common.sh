@@ -28,3 +28,30 @@ apt_install() {
         die "installing $* failed; last lines of $log:
 $(tail -n 15 "$log")"
 }
+
+# Export every NAME=VALUE argument of a script; anything else is a usage error.
+export_assignments() {
+    local assignment
+    for assignment in "$@"; do
+        case "$assignment" in
+        *=*) export "${assignment?}" ;;
+        *) echo "usage: $0 [NAME=VALUE ...]" >&2; exit 2 ;;
+        esac
+    done
+}
+
+have_image() { docker image inspect "$1" >/dev/null 2>&1; }
+
+# Succeed when Docker has the image or pulls it within TIMEOUT seconds (no registry
+# answers on some machines). Usage: image_available IMAGE TIMEOUT
+image_available() {
+    local image=$1 timeout=$2 started
+    have_image "$image" && return 0
+    started=$(now)
+    if timeout "$timeout" docker pull --quiet "$image" >/dev/null 2>&1; then
+        say "pulled $image ($(since "$started"))"
+        return 0
+    fi
+    say "cannot pull $image ($(since "$started"))"
+    return 1
+}

@@ -22,19 +22,13 @@
 # STAGING (default build/kind-node).
 set -euo pipefail
 
-for assignment in "$@"; do
-    case "$assignment" in
-    *=*) export "${assignment?}" ;;
-    *) echo "usage: $0 [NAME=VALUE ...]" >&2; exit 2 ;;
-    esac
-done
-
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 images_tools="$repo/tools/images"
 name=kind-node-image say_to=2
 # shellcheck source=tools/images/common.sh
 source "$images_tools/common.sh"
+export_assignments "$@"
 
 version=${KUBERNETES_VERSION:?set KUBERNETES_VERSION}
 etcd_version=${ETCD_VERSION:?set ETCD_VERSION}
@@ -47,21 +41,13 @@ staging=${STAGING:-$repo/build/kind-node}
 kubernetes_bin="$k8s_tools/kubernetes-$version"
 total_started=$(now)
 
-have_image() { docker image inspect "$1" >/dev/null 2>&1; }
-
 "$images_tools/dockerd.sh" >&2
 
-if have_image "$official"; then
+if image_available "$official" "$pull_timeout"; then
     echo "$official"
     exit 0
 fi
-started=$(now)
-if timeout "$pull_timeout" docker pull --quiet "$official" >/dev/null 2>&1; then
-    say "pulled $official ($(since "$started"))"
-    echo "$official"
-    exit 0
-fi
-say "cannot pull $official ($(since "$started")); building $local_image"
+say "using $local_image instead (built here)"
 
 for binary in "$kubernetes_bin"/{kubeadm,kubelet,kubectl} "$k8s_tools/etcd-$etcd_version/etcd" \
     "$k8s_tools/coredns-$coredns_version/coredns"; do
