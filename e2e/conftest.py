@@ -137,6 +137,10 @@ class Progress:
         self.capture = config.pluginmanager.get_plugin("capturemanager")
         self.started = time.monotonic()
 
+    def begin(self) -> None:
+        """The next step starts now (what happened since is not set-up)."""
+        self.started = time.monotonic()
+
     def done(self, what: str) -> None:
         now = time.monotonic()
         if self.reporter is not None and self.capture is not None:
@@ -171,6 +175,7 @@ def kind_cluster(pytestconfig: pytest.Config) -> Iterator[KindCluster]:
         yield cluster
     finally:
         if not _keep():
+            progress.begin()
             if cluster.exists():
                 cluster.delete()
             disks.release(node_disks)

@@ -37,7 +37,7 @@ def run(*command: str, input: str | None = None, timeout: float = 120, check: bo
     except subprocess.TimeoutExpired as expired:
         raise ClusterError(f"{' '.join(command)}: no result within {timeout} s") from expired
     if check and result.returncode != 0:
-        output = (result.stderr or result.stdout).strip()
+        output = (result.stdout.strip() + "\n" + result.stderr.strip()).strip()
         raise ClusterError(f"{' '.join(command)} failed ({result.returncode}): {output[-3000:]}")
     return result.stdout
 

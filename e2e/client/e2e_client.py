@@ -4,6 +4,7 @@ prints one JSON document on stdout and exits non-zero when what it checks is not
 
     python e2e_client.py create-topic   --bootstrap B --topic T --partitions P \
                                         --replication-factor R [--min-insync-replicas M]
+                                        [--timeout S]
     python e2e_client.py describe-topic --bootstrap B --topic T
     python e2e_client.py produce        --bootstrap B --topic T --count N [--prefix S]
     python e2e_client.py consume        --bootstrap B --topic T --expect N [--prefix S]
@@ -26,6 +27,8 @@ from tidelog.admin import AdminClient
 
 
 def create_topic(args: argparse.Namespace) -> dict:
+    """Create the topic (or find it) and wait, up to ``--timeout``, until every partition
+    has a leader, as clients need; the last description either way."""
     AdminClient(args.bootstrap).create_topic(
         args.topic,
         args.partitions,
@@ -33,7 +36,13 @@ def create_topic(args: argparse.Namespace) -> dict:
         {"min.insync.replicas": str(args.min_insync_replicas)},
         exist_ok=True,
     )
-    return describe_topic(args)
+    deadline = time.monotonic() + args.timeout
+    while True:
+        described = describe_topic(args)
+        led = all(p["leader"] >= 0 for p in described["partitions"].values())
+        if (described["error_code"] == 0 and led) or time.monotonic() > deadline:
+            return described
+        time.sleep(0.5)
 
 
 def describe_topic(args: argparse.Namespace) -> dict:
@@ -103,6 +112,7 @@ def _parser() -> argparse.ArgumentParser:
             command.add_argument("--partitions", type=int, required=True)
             command.add_argument("--replication-factor", type=int, required=True)
             command.add_argument("--min-insync-replicas", type=int, default=2)
+            command.add_argument("--timeout", type=float, default=60)
         if name in ("produce", "consume"):
             command.add_argument("--prefix", default="record")
         if name == "produce":
