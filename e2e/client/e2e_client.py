@@ -9,9 +9,9 @@ prints one JSON document on stdout and exits non-zero when what it checks is not
     python e2e_client.py produce        --bootstrap B --topic T --count N [--prefix S]
     python e2e_client.py consume        --bootstrap B --topic T --expect N [--prefix S]
 
-``produce`` writes with acks=all and reports what was acknowledged; ``consume`` reads the
-topic from the beginning and fails unless it finds every record ``produce`` would have
-written with that prefix and count.
+``produce`` writes with acks=all (otherwise kafka-python's defaults) and reports what was
+acknowledged; ``consume`` reads the topic from the beginning and fails unless it finds
+every record ``produce`` would have written with that prefix and count.
 """
 
 from __future__ import annotations
@@ -67,9 +67,9 @@ def values(prefix: str, count: int) -> list[bytes]:
 
 
 def produce(args: argparse.Namespace) -> dict:
-    producer = KafkaProducer(
-        bootstrap_servers=args.bootstrap, acks="all", retries=10, request_timeout_ms=30000
-    )
+    # kafka-python's defaults are the Java producer's: retries until delivery.timeout.ms
+    # (120 s), which rides out a leader's failover as applications expect.
+    producer = KafkaProducer(bootstrap_servers=args.bootstrap, acks="all")
     futures = [producer.send(args.topic, value) for value in values(args.prefix, args.count)]
     producer.flush(120)
     failures = [str(f.exception) for f in futures if f.failed()]
