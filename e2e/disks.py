@@ -16,6 +16,7 @@ output.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from dataclasses import dataclass
@@ -84,7 +85,15 @@ def prepare(mount_points: list[Path], size: str) -> list[Disk]:
     from an earlier session) or one that was already there. ``size`` is ``fallocate``'s
     length, e.g. ``1GiB``."""
     IMAGES_DIR.mkdir(parents=True, exist_ok=True)
-    return [_prepare_one(mount_point, size) for mount_point in mount_points]
+    prepared: list[Disk] = []
+    try:
+        for mount_point in mount_points:
+            prepared.append(_prepare_one(mount_point, size))
+    except (DiskError, OSError):
+        with contextlib.suppress(DiskError):  # the first failure is the one to report
+            release(prepared)
+        raise
+    return prepared
 
 
 def _prepare_one(mount_point: Path, size: str) -> Disk:
@@ -97,11 +106,17 @@ def _prepare_one(mount_point: Path, size: str) -> Disk:
         _run("fallocate", "--length", size, str(partial))
         _run("mkfs.ext4", "-q", "-F", "-m", "0", "-L", mount_point.name, str(partial))
         os.replace(partial, image)
-    loops = _loop_devices_of(image)
-    device = loops[0] if loops else _run("losetup", "--find", "--show", str(image))
-    mount_point.mkdir(parents=True, exist_ok=True)
-    _run("mount", "-t", "ext4", device, str(mount_point))
-    return Disk(mount_point, image)
+    disk = Disk(mount_point, image)
+    try:
+        loops = _loop_devices_of(image)
+        device = loops[0] if loops else _run("losetup", "--find", "--show", str(image))
+        mount_point.mkdir(parents=True, exist_ok=True)
+        _run("mount", "-t", "ext4", device, str(mount_point))
+    except (DiskError, OSError):
+        with contextlib.suppress(DiskError):  # the first failure is the one to report
+            release([disk])
+        raise
+    return disk
 
 
 def release(disks: list[Disk]) -> None:
