@@ -10,7 +10,9 @@ and tells every live broker (LeaderAndIsr to the replicas, a full UpdateMetadata
 all). Then it follows ``/brokers/ids``: a broker that leaves loses its leaderships and
 its ISR memberships, a broker that (re)joins gets the metadata and its replicas back.
 Every request carries the controller epoch, so brokers ignore a deposed controller.
-Controlled shutdown and preferred leader election are in :mod:`.leader_moves`.
+Controlled shutdown and preferred leader election are in :mod:`.leader_moves`,
+reassignment in :mod:`.reassignment`; where each partition and replica stands is kept
+by the state machines of :mod:`.state_machines`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,10 @@ from kazoo.protocol.states import EventType
 from tidelog.controller.channel import ControllerChannel
 from tidelog.controller.election import NO_LEADER, next_leadership
 from tidelog.controller.leader_moves import LeaderMoves, Leadership, Proposal
-from tidelog.controller.requests import LEADER_DURING_DELETE, PartitionLeadership, ReplicaToStop
+from tidelog.controller.reassignment import Reassignments
+from tidelog.controller.requests import LEADER_DURING_DELETE, PartitionLeadership
+from tidelog.controller.state_machines import PartitionState as PartitionPhase
+from tidelog.controller.state_machines import ReplicaState, StateMachines
 from tidelog.controller.zk_client import SESSION_ERRORS, KafkaZkClient, StalePartitionStateError
 from tidelog.controller.zk_data import BrokerRegistration, PartitionState, TopicAssignment
 
@@ -41,7 +46,7 @@ UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
 STATE_WRITE_ATTEMPTS = 5
 
 
-class Controller(LeaderMoves):
+class Controller(LeaderMoves, Reassignments):
     def __init__(
         self,
         broker_id: int,
@@ -63,12 +68,15 @@ class Controller(LeaderMoves):
         self.assignments: dict[str, TopicAssignment] = {}
         self.states: dict[TopicPartition, PartitionState] = {}
         self._shutting_down: dict[int, int] = {}  # see LeaderMoves
+        self._zk_reassigning: dict[TopicPartition, list[int]] = {}  # see Reassignments
+        self.machines = StateMachines()
         # One callable per watch: kazoo keeps watches in sets, so re-arming one that is
         # still armed does not make it fire twice.
         self._watch_controller = self._watch(self._elect)
         self._watch_brokers = self._watch(self._brokers_changed)
         self._watch_topics = self._watch(self._topics_changed)
         self._watch_isr_changes = self._watch(self._isr_changed)
+        self._watch_zk_reassignments = self._watch(self._zk_reassignments_changed)
 
     # -- the event queue --------------------------------------------------------------------
 
@@ -150,6 +158,8 @@ class Controller(LeaderMoves):
             logger.info("broker %d is no longer the controller", self.broker_id)
         self.is_active = False
         self.brokers, self.assignments, self.states = {}, {}, {}
+        self._zk_reassigning = {}
+        self.machines.clear()
         await self.channel.close()
 
     async def _become_controller(self, epoch: int) -> None:
@@ -171,11 +181,15 @@ class Controller(LeaderMoves):
         for key, state in list(self.states.items()):
             if state.leader not in live or not live.issuperset(state.isr):
                 await self._elect_leader(key, live)
+        self._record_states(self.states)
         await self._send_update_metadata(self._leaderships(self.states))
         await self._send_leader_and_isr(list(self.states))
         pending = await self._zk(self.zk.topics_marked_for_deletion)
         if pending:  # deletions a previous controller did not finish
             await self._delete_topics(pending)
+        for key in self.ongoing_reassignments():  # moves a previous controller began
+            await self._resume_reassignment(key)
+        await self._zk_reassignments_changed()
         await self._isr_changed()
 
     # -- ISR changes announced by leaders ------------------------------------------------------
@@ -197,6 +211,7 @@ class Controller(LeaderMoves):
         if known:
             await self._send_update_metadata(self._leaderships(known))
         await self._zk(self.zk.delete_isr_change_notifications, names)
+        await self._check_reassignments(known)
 
     def _read_topic(self, topic: str) -> tuple[TopicAssignment | None, dict]:
         """A topic's assignment and partition states (blocking: runs in a worker thread)."""
@@ -230,6 +245,7 @@ class Controller(LeaderMoves):
         alive = set(self.brokers) - gone - self.shutting_down_brokers()
         affected = [key for key in self.states if gone.intersection(self._replicas(key))]
         changed = [key for key in affected if await self._elect_leader(key, alive)]
+        self._record_states(affected)
         await self._send_leader_and_isr(changed, to=alive)
         await self._send_update_metadata(self._leaderships(affected), to=alive)
 
@@ -246,14 +262,44 @@ class Controller(LeaderMoves):
         ]
         await self._send_update_metadata(self._leaderships(self.states), to=started)
         await self._send_update_metadata(self._leaderships(hosted), to=live - started)
+        self._record_states(hosted)
         await self._send_leader_and_isr(changed)
         await self._send_leader_and_isr([k for k in hosted if k not in changed], to=started)
+        await self._retry_deletions(started)
 
     # -- partition state ------------------------------------------------------------------------
 
     def _replicas(self, key: TopicPartition) -> list[int]:
         topic, partition = key
         return self.assignments[topic].partitions[partition]
+
+    def _record_states(self, keys: Iterable[TopicPartition]) -> None:
+        """The state machines follow the partitions' leaders and the brokers' liveness:
+        a partition with a live leader is online, else offline; a replica on a live broker
+        is online (a replica a reassignment adds stays new until the move completes),
+        else offline."""
+        machines = self.machines
+        for key in keys:
+            if key not in self.states:
+                continue
+            if machines.partition_state(key) == PartitionPhase.NON_EXISTENT:
+                machines.move_partitions([key], PartitionPhase.NEW)
+            online = self.states[key].leader in self.brokers
+            machines.move_partitions(
+                [key], PartitionPhase.ONLINE if online else PartitionPhase.OFFLINE
+            )
+            adding = self.assignments[key[0]].adding.get(key[1], ())
+            for broker in self._replicas(key):
+                replica, live = (*key, broker), broker in self.brokers
+                state = machines.replica_state(replica)
+                if state == ReplicaState.NON_EXISTENT:
+                    machines.move_replicas([replica], ReplicaState.NEW)
+                    state = ReplicaState.NEW
+                if state == ReplicaState.NEW and broker in adding and live:
+                    continue
+                machines.move_replicas(
+                    [replica], ReplicaState.ONLINE if live else ReplicaState.OFFLINE
+                )
 
     async def _initialize_partition(self, key: TopicPartition) -> None:
         """A new partition: the first live replica leads, the live replicas are the ISR.
@@ -285,15 +331,18 @@ class Controller(LeaderMoves):
 
         return await self._move_leader(key, propose)
 
-    async def _move_leader(self, key: TopicPartition, propose: Proposal) -> bool:
+    async def _move_leader(
+        self, key: TopicPartition, propose: Proposal, *, always: bool = False
+    ) -> bool:
         """Write the proposed leader and ISR with leader epoch +1, conditionally on the
         state's version; on a conflict (a leader changed the ISR) read it and propose
-        again. True when it changed."""
+        again. True when it changed. ``always`` bumps the epoch even when the proposal
+        is the current leader and ISR (the replicas learn a new replica set)."""
         topic, partition = key
         state = self.states[key]
         for _ in range(STATE_WRITE_ATTEMPTS):
             proposal = propose(state)
-            if proposal is None or proposal == (state.leader, state.isr):
+            if proposal is None or (not always and proposal == (state.leader, state.isr)):
                 return False
             leader, isr = proposal
             new = PartitionState(leader, state.leader_epoch + 1, isr, self.epoch, state.zk_version)
@@ -390,6 +439,7 @@ class Controller(LeaderMoves):
         for key in keys:
             if key not in self.states:
                 await self._initialize_partition(key)
+        self._record_states(keys)
         await self._send_leader_and_isr(keys)
         await self._send_update_metadata(self._leaderships(keys))
 
@@ -426,9 +476,17 @@ class Controller(LeaderMoves):
         for topic in topics:
             assignment = self.assignments.pop(topic, None)
             if assignment is not None:
-                to_stop: dict[int, list[ReplicaToStop]] = {}
+                keys = [(topic, index) for index in sorted(assignment.partitions)]
+                known = [
+                    k
+                    for k in keys
+                    if self.machines.partition_state(k) != PartitionPhase.NON_EXISTENT
+                ]
+                self.machines.move_partitions(known, PartitionPhase.OFFLINE)
+                self.machines.move_partitions(known, PartitionPhase.NON_EXISTENT)
                 for index, replicas in sorted(assignment.partitions.items()):
                     self.states.pop((topic, index), None)
+                    self._zk_reassigning.pop((topic, index), None)
                     deleted.append(
                         PartitionLeadership(
                             topic,
@@ -441,11 +499,9 @@ class Controller(LeaderMoves):
                             self.epoch,
                         )
                     )
-                    for broker in replicas:
-                        if broker in self.brokers:
-                            to_stop.setdefault(broker, []).append(ReplicaToStop(topic, index, True))
-                for broker, replicas_to_stop in sorted(to_stop.items()):
-                    await self.channel.stop_replica(broker, self.epoch, replicas_to_stop)
+                await self._delete_replicas(
+                    [(t, p, b) for t, p in keys for b in assignment.partitions[p]]
+                )
             await self._zk(self.zk.delete_topic_znodes, topic)
         await self._send_update_metadata(deleted)
 

@@ -20,7 +20,11 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
 
-from tidelog.controller.election import controlled_shutdown_leadership, preferred_leadership
+from tidelog.controller.election import (
+    controlled_shutdown_leadership,
+    next_leadership,
+    preferred_leadership,
+)
 from tidelog.controller.rebalance import partitions_to_rebalance
 from tidelog.controller.requests import ReplicaToStop
 from tidelog.controller.zk_data import PartitionState
@@ -135,9 +139,11 @@ class LeaderMoves:
     async def _rebalance_leaders(self, percentage: int) -> None:
         if not self.is_active:
             return
-        replicas = {key: self._replicas(key) for key in self.states}
+        moving = self.ongoing_reassignments()  # their leader follows the move
+        states = {key: state for key, state in self.states.items() if key not in moving}
+        replicas = {key: self._replicas(key) for key in states}
         live = set(self.brokers) - self.shutting_down_brokers()
-        keys = partitions_to_rebalance(replicas, self.states, live, percentage)
+        keys = partitions_to_rebalance(replicas, states, live, percentage)
         if keys:
             logger.info("leader imbalance: moving %s back to their preferred replica", keys)
             await self._elect_preferred(keys)
@@ -179,6 +185,52 @@ class LeaderMoves:
             results[key] = ErrorCode.NONE if moved else ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
         return results
 
+    async def elect_unclean_leaders(
+        self, keys: Sequence[TopicPartition] | None
+    ) -> dict[TopicPartition, ErrorCode]:
+        """ElectLeaders (unclean), as an event in the queue: a partition without a live
+        leader gets the first live replica of its assignment, in sync or not (records
+        only the lost leader had are gone: the operator asked for availability). A
+        partition with a live leader answers ELECTION_NOT_NEEDED; ``None`` asks for every
+        partition."""
+        results: dict[TopicPartition, ErrorCode] = {}
+
+        async def event() -> None:
+            asked = sorted(self.states) if keys is None else list(keys)
+            if not self.is_active:
+                results.update(dict.fromkeys(asked, ErrorCode.NOT_CONTROLLER))
+                return
+            live = set(self.brokers) - self.shutting_down_brokers()
+            changed = []
+            for key in asked:
+                state = self.states.get(key)
+                if state is None:
+                    results[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                elif state.leader in live:
+                    results[key] = ErrorCode.ELECTION_NOT_NEEDED
+                elif not live.intersection(self._replicas(key)):
+                    results[key] = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+                else:
+                    replicas = self._replicas(key)
+                    moved = await self._move_leader(
+                        key,
+                        lambda s, replicas=replicas: next_leadership(
+                            replicas, s.leader, s.isr, live, unclean_allowed=True
+                        ),
+                    )
+                    results[key] = (
+                        ErrorCode.NONE if moved else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+                    )
+                    if moved:
+                        logger.warning("%s-%d: unclean leader election asked for", *key)
+                        changed.append(key)
+            self._record_states(changed)
+            await self._send_leader_and_isr(changed)
+            await self._send_update_metadata(self._leaderships(changed))
+
+        await self.enqueue(event)
+        return results
+
     async def _elect_preferred(self, keys: Iterable[TopicPartition]) -> list[TopicPartition]:
         live = set(self.brokers) - self.shutting_down_brokers()
 
@@ -190,6 +242,7 @@ class LeaderMoves:
             return propose
 
         changed = await self._move_leaders(keys, preferred)
+        self._record_states(changed)
         await self._send_leader_and_isr(changed)
         await self._send_update_metadata(self._leaderships(changed))
         return changed

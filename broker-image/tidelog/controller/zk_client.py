@@ -46,6 +46,7 @@ from tidelog.controller.zk_data import (
     ISR_CHANGE_PREFIX,
     PERSISTENT_PATHS,
     PRODUCER_ID_BLOCK,
+    REASSIGN_PARTITIONS,
     TOPICS,
     BrokerRegistration,
     PartitionState,
@@ -53,7 +54,9 @@ from tidelog.controller.zk_data import (
     broker_path,
     config_path,
     decode_json,
+    decode_reassignments,
     encode_json,
+    encode_reassignments,
     new_uuid,
     partition_state_path,
     topic_path,
@@ -480,6 +483,34 @@ class KafkaZkClient:
                 f"the assignment of topic '{topic}' changed meanwhile; try again"
             ) from None
         return updated
+
+    # -- reassignments asked for through /admin/reassign_partitions ------------------------
+
+    def zk_reassignments(self, watch: Callable | None = None) -> dict[tuple[str, int], list[int]]:
+        """The reassignments in ``/admin/reassign_partitions`` (empty when the node is
+        absent); ``watch`` fires when the node is created, changed or deleted. A document
+        that is not Kafka's is deleted with an error logged, as Kafka does."""
+        if self.zk.exists(REASSIGN_PARTITIONS, watch=watch) is None:
+            return {}
+        try:
+            data, _ = self.zk.get(REASSIGN_PARTITIONS)
+            return decode_reassignments(data)
+        except NoNodeError:
+            return {}
+        except ValueError as error:
+            logger.error("deleting %s: %s", REASSIGN_PARTITIONS, error)
+            with contextlib.suppress(NoNodeError):
+                self.zk.delete(REASSIGN_PARTITIONS)
+            return {}
+
+    def set_zk_reassignments(self, reassignments: dict[tuple[str, int], list[int]]) -> None:
+        """Rewrite ``/admin/reassign_partitions`` with what is left of it; deleted when
+        nothing is."""
+        with contextlib.suppress(NoNodeError):
+            if reassignments:
+                self.zk.set(REASSIGN_PARTITIONS, encode_reassignments(reassignments))
+            else:
+                self.zk.delete(REASSIGN_PARTITIONS)
 
     def mark_topic_for_deletion(self, topic: str) -> None:
         with contextlib.suppress(NodeExistsError):

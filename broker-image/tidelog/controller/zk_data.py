@@ -14,6 +14,13 @@ read ZooKeeper and operators who look at it find what they expect:
 * ``/config/topics/<topic>``, ``/config/brokers/<id>``, ``/config/brokers/<default>`` -
   ``{"version":1,"config":{...}}``; ``/config/changes/config_change_<seq>`` notifications
 * ``/admin/delete_topics/<topic>``, ``/latest_producer_id_block``
+* ``/admin/reassign_partitions`` - ``{"version":1,"partitions":[{"topic":..,"partition":..,
+  "replicas":[..]}]}``, reassignments asked for through ZooKeeper (the tools before
+  AlterPartitionReassignments); the controller removes each partition once it is done
+
+During a reassignment a topic's ``partitions`` hold the full replica set (the target
+replicas, then the original ones not among them), and ``adding_replicas`` /
+``removing_replicas`` the replicas it adds and removes, so a new controller resumes it.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import base64
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = [
     "BROKER_IDS",
@@ -33,6 +40,7 @@ __all__ = [
     "DEFAULT_ENTITY",
     "DELETE_TOPICS",
     "PRODUCER_ID_BLOCK",
+    "REASSIGN_PARTITIONS",
     "TOPICS",
     "BrokerRegistration",
     "PartitionState",
@@ -40,7 +48,9 @@ __all__ = [
     "broker_path",
     "config_path",
     "decode_json",
+    "decode_reassignments",
     "encode_json",
+    "encode_reassignments",
     "new_uuid",
     "partition_state_path",
     "topic_path",
@@ -59,6 +69,7 @@ DELETE_TOPICS = "/admin/delete_topics"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 DEFAULT_ENTITY = "<default>"
 
 PERSISTENT_PATHS = (
@@ -153,9 +164,14 @@ class BrokerRegistration:
 
 @dataclass(frozen=True)
 class TopicAssignment:
+    """A topic's replica lists; during a reassignment ``partitions`` hold the full
+    replica set and ``adding`` / ``removing`` the partitions' moving replicas."""
+
     topic: str
     topic_id: uuid.UUID
     partitions: dict[int, list[int]]
+    adding: dict[int, list[int]] = field(default_factory=dict)
+    removing: dict[int, list[int]] = field(default_factory=dict)
 
     def encode(self) -> bytes:
         return encode_json(
@@ -163,8 +179,8 @@ class TopicAssignment:
                 "version": 3,
                 "topic_id": uuid_to_base64(self.topic_id),
                 "partitions": {str(p): r for p, r in sorted(self.partitions.items())},
-                "adding_replicas": {},
-                "removing_replicas": {},
+                "adding_replicas": {str(p): r for p, r in sorted(self.adding.items()) if r},
+                "removing_replicas": {str(p): r for p, r in sorted(self.removing.items()) if r},
             }
         )
 
@@ -172,11 +188,45 @@ class TopicAssignment:
     def decode(cls, topic: str, data: bytes) -> TopicAssignment:
         document = decode_json(data)
         topic_id = document.get("topic_id")
+
+        def by_partition(name: str) -> dict[int, list[int]]:
+            return {int(p): list(r) for p, r in (document.get(name) or {}).items() if r}
+
         return cls(
             topic,
             uuid_from_base64(topic_id) if topic_id else uuid.UUID(int=0),
-            {int(p): list(r) for p, r in document["partitions"].items()},
+            by_partition("partitions"),
+            by_partition("adding_replicas"),
+            by_partition("removing_replicas"),
         )
+
+
+def encode_reassignments(reassignments: dict[tuple[str, int], list[int]]) -> bytes:
+    """The ``/admin/reassign_partitions`` document."""
+    return encode_json(
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": topic, "partition": partition, "replicas": replicas}
+                for (topic, partition), replicas in sorted(reassignments.items())
+            ],
+        }
+    )
+
+
+def decode_reassignments(data: bytes | None) -> dict[tuple[str, int], list[int]]:
+    """Partition → target replicas from ``/admin/reassign_partitions``; ValueError when
+    the document is not Kafka's."""
+    document = decode_json(data)
+    if document is None:
+        return {}
+    try:
+        return {
+            (str(item["topic"]), int(item["partition"])): [int(b) for b in item["replicas"]]
+            for item in document["partitions"]
+        }
+    except (KeyError, TypeError) as error:
+        raise ValueError(f"not a reassignment document: {error!r}") from None
 
 
 @dataclass(frozen=True)

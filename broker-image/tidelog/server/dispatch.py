@@ -54,6 +54,10 @@ from tidelog.server.handlers.list_offsets import handle_list_offsets
 from tidelog.server.handlers.log_dirs import handle_describe_log_dirs
 from tidelog.server.handlers.metadata import handle_metadata
 from tidelog.server.handlers.offsets_for_leader_epoch import handle_offsets_for_leader_epoch
+from tidelog.server.handlers.partition_reassignments import (
+    handle_alter_partition_reassignments,
+    handle_list_partition_reassignments,
+)
 from tidelog.server.handlers.produce import handle_produce
 from tidelog.server.handlers.stop_replica import handle_stop_replica
 from tidelog.server.handlers.update_metadata import handle_update_metadata
@@ -96,6 +100,8 @@ HANDLERS = {
     ApiKey.UPDATE_METADATA: handle_update_metadata,
     ApiKey.CONTROLLED_SHUTDOWN: handle_controlled_shutdown,
     ApiKey.ELECT_LEADERS: handle_elect_leaders,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: handle_alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
 }
 
 

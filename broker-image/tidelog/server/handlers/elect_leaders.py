@@ -1,7 +1,6 @@
-"""ElectLeaders (``kafka-leader-election.sh``): preferred leader election, on the
-controller. Unclean election is not offered through this API yet (INVALID_REQUEST).
-Asked for every partition (a null list), the partitions already led by their preferred
-replica are left out of the answer, as Kafka does."""
+"""ElectLeaders (``kafka-leader-election.sh``): preferred or unclean leader election, on
+the controller. Asked for every partition (a null list), the partitions that need no
+election are left out of the answer, as Kafka does."""
 
 from __future__ import annotations
 
@@ -13,9 +12,11 @@ __all__ = ["handle_elect_leaders"]
 ElectLeadersResponse = response_class(ApiKey.ELECT_LEADERS)
 
 PREFERRED = 0
+UNCLEAN = 1
 MESSAGES = {
     ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE: "The preferred leader is not live or not in sync.",
-    ErrorCode.ELECTION_NOT_NEEDED: "The preferred replica is already the leader.",
+    ErrorCode.ELECTION_NOT_NEEDED: "Leader election not needed for topic partition.",
+    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE: "No live replica can lead the partition.",
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "The partition does not exist.",
 }
 
@@ -48,10 +49,18 @@ def _response(results: dict[tuple[str, int], ErrorCode], error=ErrorCode.NONE):
 async def handle_elect_leaders(broker, header, request, context):
     asked = _asked(request)
     election_type = request.election_type if header.request_api_version >= 1 else PREFERRED
-    if not broker.controller.is_active or election_type != PREFERRED:
-        code = ErrorCode.NOT_CONTROLLER if election_type == PREFERRED else ErrorCode.INVALID_REQUEST
-        return _response(dict.fromkeys(asked or (), code), error=code)
-    results = await broker.controller.elect_preferred_leaders(asked)
+    if election_type not in (PREFERRED, UNCLEAN):
+        return _response(
+            dict.fromkeys(asked or (), ErrorCode.INVALID_REQUEST), ErrorCode.INVALID_REQUEST
+        )
+    if not broker.controller.is_active:
+        return _response(
+            dict.fromkeys(asked or (), ErrorCode.NOT_CONTROLLER), ErrorCode.NOT_CONTROLLER
+        )
+    if election_type == PREFERRED:
+        results = await broker.controller.elect_preferred_leaders(asked)
+    else:
+        results = await broker.controller.elect_unclean_leaders(asked)
     if asked is None:
         results = {k: c for k, c in results.items() if c != ErrorCode.ELECTION_NOT_NEEDED}
     return _response(results)
