@@ -8,7 +8,9 @@ pinned. Each runs S1 (produce), S2 (consume), S3 (end-to-end latency), S6 (RSS),
 (compaction) run once per system, in its first session. Then come the cluster sessions,
 alternating the same way: three brokers of one system run S7 (replicated produce: 6
 partitions, RF=3, acks=all and acks=1) and S8 (failover time after a kill -9 of a
-partition leader). The same load generators run unchanged against both: Kafka's
+partition leader). Last, four brokers of each system run S11 (partition reassignment
+under load, with and without a throttle; ``bench/reassignment.py``). The same load
+generators run unchanged against both: Kafka's
 ``kafka-producer-perf-test`` and ours (``bench/loadgen.py`` and, for the groups,
 ``bench/groupload.py``; confluent-kafka).
 
@@ -41,6 +43,7 @@ from pathlib import Path
 import confluent_kafka
 import groupload
 import loadgen
+import reassignment
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -114,6 +117,8 @@ class Scale:
     s9_repeats: int  # of the 4th member's join, per session: eager (range) assignor
     s9_cooperative_repeats: int  # the same with cooperative-sticky (each takes ~2 s)
     s10_seconds: float  # per commit mode and session
+    s11_megabytes: int  # the topic S11 moves
+    s11_throttle_mb: float  # the throttle of S11's second move, MB/s
     sessions: int
     cluster_sessions: int
 
@@ -135,6 +140,8 @@ FULL = Scale(
     s9_repeats=4,
     s9_cooperative_repeats=2,
     s10_seconds=2,
+    s11_megabytes=300,
+    s11_throttle_mb=20,
     sessions=4,
     cluster_sessions=2,
 )
@@ -155,6 +162,8 @@ QUICK = Scale(
     s9_repeats=1,
     s9_cooperative_repeats=1,
     s10_seconds=0.5,
+    s11_megabytes=20,
+    s11_throttle_mb=5,
     sessions=2,
     cluster_sessions=2,
 )
@@ -167,8 +176,9 @@ S9_PARTITIONS = 12
 S9_ASSIGNORS = ("range", "cooperative-sticky")  # librdkafka's eager default, incremental
 S10_PARTITIONS = 12  # offsets per commit
 S10_WINDOW = 16  # asynchronous commits in flight
-SCENARIOS = tuple(f"S{n}" for n in range(1, 11))
+SCENARIOS = tuple(f"S{n}" for n in range(1, 12))
 CLUSTER_SCENARIOS = {"S7", "S8"}
+REASSIGNMENT_SCENARIOS = {"S11"}
 
 
 # --------------------------------------------------------------------------------------
@@ -748,6 +758,7 @@ def run_cluster_session(session: Session, scale: Scale, scenarios: set[str]) -> 
 
 HIGHER_IS_BETTER = (
     "throughput",
+    "copy rate",
     "records",
     "produce",
     "achieved rate",
@@ -880,7 +891,11 @@ def plot(summary: list[dict], sessions: list[Session], stem: Path) -> list[str]:
     cdf = stem.with_name(stem.name + "-latency-cdf.png")
     figure.savefig(cdf, dpi=100)
     plt.close(figure)
-    return [throughput.name, cdf.name]
+    images = [throughput.name, cdf.name]
+    moves = stem.with_name(stem.name + "-reassignment-acks.png")
+    if reassignment.plot_ack_latency(sessions, moves):
+        images.append(moves.name)
+    return images
 
 
 def write_report(
@@ -940,6 +955,7 @@ def write_report(
         f"`zookeeper.session.timeout.ms={CLUSTER_SETTINGS['zookeeper.session.timeout.ms']}`"
         ": a kill -9'd broker is noticed only when its session expires, so that timeout "
         "dominates the failover time",
+        reassignment.settings_line(scale.s11_throttle_mb),
         "",
         "## Results",
         "",
@@ -978,7 +994,8 @@ def run_sessions(
     profile: Path | None,
     scenarios: set[str],
 ) -> list[Session]:
-    """The single-broker sessions in ``order``, then the cluster sessions."""
+    """The single-broker sessions in ``order``, then the cluster sessions, then S11's
+    four-broker sessions (one per system, Kafka first)."""
     sessions = []
     for number, system in enumerate(order):
         first = system not in order[:number]
@@ -989,6 +1006,15 @@ def run_sessions(
         sessions.append(Session(system, number, work, zookeeper, size=CLUSTER_SIZE))
         run_cluster_session(sessions[-1], scale, scenarios)
         shutil.rmtree(sessions[-1].directory, ignore_errors=True)
+    if scenarios & REASSIGNMENT_SCENARIOS:
+        for system in SYSTEMS:
+            number = len(sessions)
+            size = reassignment.S11_BROKERS
+            sessions.append(Session(system, number, work, zookeeper, size=size))
+            print(f"== {system} reassignment session {number}", flush=True)
+            with sessions[-1] as session:
+                reassignment.s11_reassignment(session, scale.s11_megabytes, scale.s11_throttle_mb)
+            shutil.rmtree(sessions[-1].directory, ignore_errors=True)
     return sessions
 
 
@@ -1020,10 +1046,11 @@ def main() -> None:
     scale = QUICK if args.quick else FULL
     if args.cluster_sessions is not None:
         scale = dataclasses.replace(scale, cluster_sessions=args.cluster_sessions)
-    single = args.scenarios - CLUSTER_SCENARIOS
+    single = args.scenarios - CLUSTER_SCENARIOS - REASSIGNMENT_SCENARIOS
     order = alternating(scale.sessions if args.sessions is None else args.sessions)
     order = order if single else []
-    cluster_order = alternating(scale.cluster_sessions) if args.scenarios - single else []
+    clustered = args.scenarios & CLUSTER_SCENARIOS
+    cluster_order = alternating(scale.cluster_sessions) if clustered else []
     commit = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
@@ -1055,6 +1082,8 @@ def main() -> None:
         finally:
             zookeeper.stop()
     order += [f"{system} cluster" for system in cluster_order]
+    if args.scenarios & REASSIGNMENT_SCENARIOS:
+        order += [f"{system} reassignment" for system in SYSTEMS]
     report = write_report(stem, scale, order, sessions, time.monotonic() - began, software)
     print(f"wrote {report.relative_to(ROOT) if report.is_relative_to(ROOT) else report}")
 

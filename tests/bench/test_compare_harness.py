@@ -1,5 +1,5 @@
 """Smoke test of ``make bench``'s harness: a tiny run against both systems (single
-brokers, then 3-broker clusters) writes a report with a figure of each system for every
+brokers, then 3-broker clusters, then 4-broker reassignments) writes a report with a figure of each system for every
 scenario, and its plots.
 
 It asserts that the harness measures, never what it measured: no timing assertion.
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIOS = {f"S{n}" for n in range(1, 11)}
+SCENARIOS = {f"S{n}" for n in range(1, 12)}
 SYSTEMS = ("kafka", "tidelog")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -23,7 +23,7 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path):
         [sys.executable, str(ROOT / "bench" / "compare.py"), "--quick", "--output", tmp_path],
         capture_output=True,
         text=True,
-        timeout=280,
+        timeout=420,
         check=False,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
@@ -54,6 +54,14 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path):
         assert joins == {"range", "cooperative-sticky"}, f"{system}: S9 measured {joins}"
         commits = [r for r in ours if r["scenario"] == "S10" and r["metric"] == "commits"]
         assert len(commits) == 2 and all(r["value"] > 0 for r in commits), f"{system}: {commits}"
+
+    # Each moved replicas off broker 1 and back under a throttle, and measured both.
+    for system in SYSTEMS:
+        s11 = [r for r in rows if r["system"] == system and r["scenario"] == "S11"]
+        completed = {r["case"] for r in s11 if r["metric"] == "time to complete" and r["value"]}
+        assert len(completed) == 2, f"{system}: S11 completed {completed}"
+        shares = [r["value"] for r in s11 if r["metric"] == "copy rate / throttle"]
+        assert len(shares) == 1 and shares[0] > 0, f"{system}: {shares}"
 
     report = raw.with_name(raw.name.removesuffix("-raw.json") + ".md").read_text()
     table = [line for line in report.splitlines() if line.startswith("| S")]

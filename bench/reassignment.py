@@ -1,0 +1,304 @@
+"""S11 of ``make bench``: partition reassignment, tidelog and Apache Kafka alike.
+
+On four brokers, a topic whose every partition has a replica on broker 1 is filled,
+then an idempotent acks=all producer writes to it at a fixed rate while two moves run
+through AlterPartitionReassignments (the API ``kafka-reassign-partitions.sh`` uses):
+
+1. every replica leaves broker 1, unthrottled: the time to complete and the copy rate;
+2. every replica comes back to broker 1 with a throttle set as
+   ``kafka-reassign-partitions.sh --throttle`` sets it (``leader.`` and
+   ``follower.replication.throttled.rate`` on every broker, the moving replicas in the
+   topic's ``*.replication.throttled.replicas``): the copy rate as a share of the
+   throttle, which should be close to 1 and not above it.
+
+For each move the producer's p99 acknowledgement latency during the move is set against
+the p99 of the same length of time before it. The copy rate is the bytes of the moved
+replicas (the leaders' partition sizes when the move starts) over the time to complete.
+The same admin requests go to both systems, over tidelog's protocol client.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import loadgen
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+
+from tidelog.admin.connection import BrokerConnection
+from tidelog.protocol import ApiKey
+from tidelog.protocol.errors import ErrorCode
+
+__all__ = ["S11_BROKERS", "plot_ack_latency", "s11_reassignment", "settings_line"]
+
+S11_BROKERS = 4
+S11_PARTITIONS = 6
+S11_PRODUCER_INTERVAL_S = 0.002  # a 1 KiB record every 2 ms: 500 records/s
+S11_BASELINE_S = 5.0
+TOPIC = "s11-moving"
+BROKER_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+TOPIC_REPLICAS = (
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+)
+
+
+def settings_line(throttle_mb: float) -> str:
+    return (
+        f"- S11 (reassignment): {S11_BROKERS} brokers, a {S11_PARTITIONS}-partition RF=3 "
+        "topic with a replica of every partition on broker 1 and `min.insync.replicas=2`, "
+        f"an idempotent acks=all producer sending 1 KiB every {S11_PRODUCER_INTERVAL_S * 1000:g}"
+        f" ms to partition 0 throughout; move 1 takes every replica off broker 1 "
+        f"unthrottled, move 2 brings them back with a {throttle_mb:g} MB/s throttle (rates "
+        "and throttled replicas set as kafka-reassign-partitions.sh --throttle sets them: "
+        "the current replicas on the leader side, the added ones on the follower side)"
+    )
+
+
+def _assignment() -> dict[int, list[int]]:
+    """Broker 1 and two of 2, 3, 4 for every partition; broker 1 leads every other one."""
+    assignment = {}
+    for p in range(S11_PARTITIONS):
+        pair = [2 + p % 3, 2 + (p + 1) % 3]
+        assignment[p] = [1, *pair] if p % 2 == 0 else [pair[0], 1, pair[1]]
+    return assignment
+
+
+def _wait(check: Callable[[], bool], what: str, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"S11: {what}: not after {timeout} s")
+        time.sleep(0.1)
+
+
+def _fully_replicated(session) -> bool:
+    found = session.partitions(TOPIC).values()
+    return len(found) == S11_PARTITIONS and all(p.leader >= 0 and len(p.isrs) == 3 for p in found)
+
+
+def _throttled_replicas(current: dict[int, list[int]], target: dict[int, list[int]]) -> tuple:
+    """What kafka-reassign-partitions.sh --throttle writes: the leader side throttles the
+    partitions' current replicas, the follower side the replicas being added."""
+    leader = ",".join(f"{p}:{b}" for p, replicas in sorted(current.items()) for b in replicas)
+    follower = ",".join(
+        f"{p}:{b}"
+        for p, replicas in sorted(target.items())
+        for b in replicas
+        if b not in current[p]
+    )
+    return leader, follower
+
+
+def _request(session, api_key: ApiKey, body: dict, to_controller: bool = True):
+    first = session.brokers[min(session.brokers)]
+    with BrokerConnection("127.0.0.1", first.port, timeout=60) as connection:
+        if not to_controller:
+            return connection.request(api_key, None, body)
+        metadata = connection.request(
+            ApiKey.METADATA, None, {"topics": [], "allow_auto_topic_creation": False}
+        )
+    controller = session.brokers[metadata.controller_id]
+    with BrokerConnection("127.0.0.1", controller.port, timeout=60) as connection:
+        return connection.request(api_key, None, body)
+
+
+def _reassign(session, targets: dict[int, list[int]]) -> None:
+    body = {
+        "timeout_ms": 60000,
+        "topics": [
+            {
+                "name": TOPIC,
+                "partitions": [
+                    {"partition_index": p, "replicas": r} for p, r in sorted(targets.items())
+                ],
+            }
+        ],
+    }
+    response = _request(session, ApiKey.ALTER_PARTITION_REASSIGNMENTS, body)
+    errors = [
+        (p.partition_index, ErrorCode(p.error_code).name, p.error_message)
+        for t in response.responses
+        for p in t.partitions
+        if p.error_code
+    ]
+    if response.error_code or errors:
+        raise RuntimeError(f"AlterPartitionReassignments failed: {response.error_code} {errors}")
+
+
+def _moving(session) -> int:
+    response = _request(
+        session, ApiKey.LIST_PARTITION_REASSIGNMENTS, {"timeout_ms": 60000, "topics": None}
+    )
+    return sum(len(t.partitions) for t in response.topics)
+
+
+def _leader_bytes(session) -> int:
+    """The summed size of the topic's partitions on their leaders (DescribeLogDirs)."""
+    leaders = {p: m.leader for p, m in session.partitions(TOPIC).items()}
+    total = 0
+    for broker_id, broker in session.brokers.items():
+        with BrokerConnection("127.0.0.1", broker.port, timeout=60) as connection:
+            response = connection.request(ApiKey.DESCRIBE_LOG_DIRS, None, {"topics": None})
+        for result in response.results:
+            for topic in result.topics:
+                if topic.name == TOPIC:
+                    total += sum(
+                        p.partition_size
+                        for p in topic.partitions
+                        if leaders.get(p.partition_index) == broker_id and not p.is_future_key
+                    )
+    return total
+
+
+def _set_throttle(session, rate: int | None, replicas: tuple[str, str] | None) -> None:
+    """Set (or, with None, delete) the broker rates and the topic's throttled replicas
+    (leader side, follower side)."""
+    operation = AlterConfigOpType.SET if rate is not None else AlterConfigOpType.DELETE
+    values = replicas or ("", "")
+    resources = [
+        ConfigResource(
+            "BROKER",
+            str(broker_id),
+            incremental_configs=[
+                ConfigEntry(name, str(rate or ""), incremental_operation=operation)
+                for name in BROKER_RATES
+            ],
+        )
+        for broker_id in session.brokers
+    ]
+    resources.append(
+        ConfigResource(
+            "TOPIC",
+            TOPIC,
+            incremental_configs=[
+                ConfigEntry(name, value, incremental_operation=operation)
+                for name, value in zip(TOPIC_REPLICAS, values, strict=True)
+            ],
+        )
+    )
+    for resource in resources:  # librdkafka takes one broker resource per call
+        for future in session.admin.incremental_alter_configs([resource]).values():
+            future.result(60)
+
+
+def _p99(acked: list[tuple[float, float]], start: float, end: float) -> float | None:
+    latencies = [(at - sent) * 1000 for sent, at in acked if start <= sent < end]
+    if len(latencies) < 20:
+        return None
+    return statistics.quantiles(latencies, n=100)[98]
+
+
+def _move(
+    session, producer: loadgen.PacedProducer, targets: dict[int, list[int]], timeout: float
+) -> tuple[float, int, float | None, float | None]:
+    """One reassignment: (seconds to complete, bytes moved, p99 ack before, p99 during);
+    its time window goes to ``session.s11_moves`` for the plot."""
+    moved = _leader_bytes(session)
+    before = time.perf_counter()
+    time.sleep(S11_BASELINE_S)
+    start = time.perf_counter()
+    _reassign(session, targets)
+    deadline = start + timeout
+    while _moving(session):
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"S11: the reassignment did not complete in {timeout} s")
+        time.sleep(0.05)
+    end = time.perf_counter()
+    session.s11_moves.append((start, end))
+    seconds = end - start
+    baseline_start = max(before, start - seconds)
+    return (
+        seconds,
+        moved,
+        _p99(producer.acked, baseline_start, start),
+        _p99(producer.acked, start, end),
+    )
+
+
+def _record_move(record: Callable, case: str, seconds: float, moved: int, p99s: tuple) -> float:
+    rate = moved / seconds / loadgen.MB
+    record("S11", case, "admin", "time to complete", seconds, "s")
+    record("S11", case, "admin", "copy rate", rate, "MB/s")
+    before, during = p99s
+    record("S11", case, "loadgen", "ack p99 before", before, "ms")
+    record("S11", case, "loadgen", "ack p99 during", during, "ms")
+    if before and during:
+        record("S11", case, "loadgen", "ack p99 during / before", during / before, "×")
+    return rate
+
+
+def s11_reassignment(session, megabytes: int, throttle_mb: float) -> None:
+    """The two moves above on ``session`` (four brokers)."""
+    assignment = _assignment()
+    topic = NewTopic(  # librdkafka wants the count beside an explicit assignment
+        TOPIC,
+        S11_PARTITIONS,
+        replica_assignment=[assignment[p] for p in range(S11_PARTITIONS)],
+        config={"min.insync.replicas": "2"},
+    )
+    session.admin.create_topics([topic], operation_timeout=60)[TOPIC].result(120)
+    _wait(lambda: _fully_replicated(session), "leaders and full ISRs")
+    count = megabytes * loadgen.MB // 1024
+    loadgen.produce(session.bootstrap, TOPIC, count, 1024, partitions=S11_PARTITIONS, acks="1")
+    _wait(lambda: _fully_replicated(session), "full ISRs after the fill")
+    off_broker_1 = {
+        p: [b for b in replicas if b != 1] + [({2, 3, 4} - set(replicas)).pop()]
+        for p, replicas in assignment.items()
+    }
+    throttle = int(throttle_mb * loadgen.MB)
+    session.s11_moves = []
+    with loadgen.PacedProducer(
+        session.bootstrap, TOPIC, interval=S11_PRODUCER_INTERVAL_S
+    ) as producer:
+        producer.first_ack_after(time.perf_counter())
+        seconds, moved, *p99s = _move(session, producer, off_broker_1, timeout=900)
+        _record_move(session.record, "off broker 1, unthrottled", seconds, moved, p99s)
+        _set_throttle(session, throttle, _throttled_replicas(off_broker_1, assignment))
+        try:
+            case = f"back to broker 1, throttle {throttle_mb:g} MB/s"
+            seconds, moved, *p99s = _move(session, producer, assignment, timeout=900)
+            rate = _record_move(session.record, case, seconds, moved, p99s)
+            session.record("S11", case, "admin", "copy rate / throttle", rate / throttle_mb, "×")
+        finally:
+            _set_throttle(session, None, None)
+        session.s11_acks = list(producer.acked)
+
+
+def plot_ack_latency(sessions: list, path) -> bool:
+    """The S11 producer's acknowledgement latency over time, one panel per system, the
+    two moves shaded; False when no session ran S11."""
+    traced = [s for s in sessions if getattr(s, "s11_acks", None)]
+    if not traced:
+        return False
+    import matplotlib.pyplot as plt
+
+    figure, panels = plt.subplots(
+        len(traced), 1, figsize=(10, 3 * len(traced)), sharey=True, squeeze=False
+    )
+    for (axes,), session in zip(panels, traced, strict=True):
+        origin = session.s11_acks[0][0]
+        axes.plot(
+            [sent - origin for sent, _ in session.s11_acks],
+            [(at - sent) * 1000 for sent, at in session.s11_acks],
+            ",",
+        )
+        for (start, end), label, colour in zip(
+            session.s11_moves,
+            ("unthrottled", "throttled"),
+            ("tab:orange", "tab:green"),
+            strict=False,
+        ):
+            axes.axvspan(
+                start - origin, end - origin, alpha=0.25, color=colour, label=f"move, {label}"
+            )
+        axes.set_yscale("log")
+        axes.set_ylabel("ack latency, ms")
+        axes.set_title(f"S11 {session.system}: acks=all producer during the reassignments")
+        axes.legend(loc="upper right")
+    panels[-1][0].set_xlabel("seconds since the producer started")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return True
