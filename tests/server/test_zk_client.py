@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import threading
 from dataclasses import replace
 
 import pytest
@@ -84,6 +85,7 @@ def test_a_persistent_node_takes_the_id_at_once(zk, caplog):
 
 ABANDONED_REGISTRATION = """
 import sys
+import threading
 from kazoo.client import KazooClient
 client = KazooClient(hosts=sys.argv[1], timeout=4)
 client.start(timeout=10)
@@ -167,3 +169,37 @@ def test_dynamic_broker_configs_and_change_notifications(zk):
     zk.set_entity_config("brokers", "1", {"log.retention.ms": "2000"})
     assert zk.broker_configs(1) == ({"log.retention.ms": "1000"}, {"log.retention.ms": "2000"})
     assert len(zk.zk.get_children("/config/changes")) == 2
+
+
+def test_a_moving_topic_keeps_its_adding_and_removing_replicas(zk, zk_chroot):
+    moving = TopicAssignment(
+        "moving", new_uuid(), {0: [3, 1, 2], 1: [2]}, adding={0: [3]}, removing={0: [2]}
+    )
+    zk.create_topic(TopicAssignment("moving", moving.topic_id, {0: [1, 2], 1: [2]}), {})
+    zk.set_topic_assignment(moving)
+    assert zk.topic_assignment("moving") == moving
+    raw = json.loads(zk.zk.get("/brokers/topics/moving")[0])
+    assert raw["partitions"] == {"0": [3, 1, 2], "1": [2]}
+    assert raw["adding_replicas"] == {"0": [3]} and raw["removing_replicas"] == {"0": [2]}
+
+
+def test_the_reassign_partitions_znode(zk, zk_chroot):
+    fired = threading.Event()
+    assert zk.zk_reassignments(lambda _event: fired.set()) == {}
+    zk.zk.create(
+        "/admin/reassign_partitions",
+        b'{"version":1,"partitions":[{"topic":"t","partition":1,"replicas":[2,3]}]}',
+        makepath=True,
+    )
+    assert fired.wait(10), "the watch fires on creation"
+    assert zk.zk_reassignments() == {("t", 1): [2, 3]}
+    zk.set_zk_reassignments({("t", 1): [3]})
+    assert json.loads(zk.zk.get("/admin/reassign_partitions")[0]) == {
+        "version": 1,
+        "partitions": [{"topic": "t", "partition": 1, "replicas": [3]}],
+    }
+    zk.set_zk_reassignments({})
+    assert zk.zk.exists("/admin/reassign_partitions") is None
+    zk.zk.create("/admin/reassign_partitions", b'{"version":1}')
+    assert zk.zk_reassignments() == {}, "a document that is not Kafka's is dropped"
+    assert zk.zk.exists("/admin/reassign_partitions") is None
