@@ -13,7 +13,14 @@ loops over one connection:
    epoch at all (seed 003 四.5 Leader Epoch);
 2. then Fetch with the broker's replica id from each log end offset; whole batches are
    appended as they are (offsets and epochs assigned by the leader), and the follower's
-   high watermark becomes min(leader's, own log end offset).
+   high watermark becomes min(leader's, own log end offset);
+3. replication throttles (seed 003 修改主题限速, Kafka's ``shouldFollowerThrottle``): a
+   partition that ``follower.replication.throttled.replicas`` throttles on this broker
+   is left out of the fetch request while the broker's follower quota is exceeded,
+   unless it is in sync (the leader's high watermark at its last fetched response was
+   not beyond its log end offset); when every ready partition is left out, the fetcher
+   backs off ``replica.fetch.backoff.ms``. Bytes fetched for throttled partitions are
+   recorded in that quota.
 
 A partition the leader no longer leads (or leads in another epoch) waits for the
 controller's next LeaderAndIsr; a lost connection is retried with back-off.
@@ -31,6 +38,7 @@ from tidelog.admin.async_connection import AsyncBrokerConnection
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
 from tidelog.records.errors import RecordsError
+from tidelog.replication.quota import ReplicationQuota
 from tidelog.storage.errors import StorageError
 from tidelog.storage.log import Log
 
@@ -81,6 +89,13 @@ class _FetchState:
     leader_epoch: int
     truncating: bool = True  # must find its divergence point before fetching
     delayed_until: float = 0.0
+    # The leader's high watermark minus our log end offset after the last answered
+    # fetch; unknown (not in sync) until then.
+    lag: int | None = None
+
+    @property
+    def in_sync(self) -> bool:
+        return self.lag is not None and self.lag <= 0
 
 
 class ReplicaFetcher:
@@ -88,7 +103,7 @@ class ReplicaFetcher:
 
     ``follower`` is the replica manager: it owns the partitions and applies what the
     fetcher learns (``follower_log``, ``append_as_follower``, ``truncate_follower``,
-    ``follower_start_at``)."""
+    ``follower_start_at``). ``quota`` is the broker's follower quota (none: unthrottled)."""
 
     def __init__(
         self,
@@ -96,11 +111,13 @@ class ReplicaFetcher:
         endpoint: Callable[[], tuple[str, int] | None],
         follower,
         config: FetcherConfig,
+        quota: ReplicationQuota | None = None,
     ):
         self.leader = leader
         self._endpoint = endpoint
         self._follower = follower
         self._config = config
+        self._quota = quota if quota is not None else ReplicationQuota()
         self._partitions: dict[TopicPartition, _FetchState] = {}
         self._changed = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -248,8 +265,21 @@ class ReplicaFetcher:
 
     # -- fetching -------------------------------------------------------------------------------
 
+    def _throttled(self, keys: list[TopicPartition]) -> set[TopicPartition]:
+        """The partitions left out of this fetch by the follower quota."""
+        candidates = {
+            key
+            for key in keys
+            if not self._partitions[key].in_sync and self._quota.is_throttled(*key)
+        }
+        return candidates if candidates and self._quota.is_exceeded() else set()
+
     async def _fetch(self, keys: list[TopicPartition]) -> None:
-        logs = self._logs_by_topic(keys)
+        throttled = self._throttled(keys)
+        if len(throttled) == len(keys):  # nothing to ask for: Kafka's empty fetch
+            await self._wait_for_change(self._config.backoff_ms / 1000)
+            return
+        logs = self._logs_by_topic([key for key in keys if key not in throttled])
         if not logs:
             return
         offsets = {(t, p): log.log_end_offset for t, found in logs.items() for p, log in found}
@@ -302,6 +332,12 @@ class ReplicaFetcher:
             except (RecordsError, StorageError) as error:
                 logger.error("replica %s-%d: cannot append from the leader: %s", *key, error)
                 self._delay(key)
+                return
+            if data.records and self._quota.is_throttled(*key):
+                self._quota.record(len(data.records))
+            log = self._follower.follower_log(*key)
+            if log is not None:
+                self._partitions[key].lag = max(0, data.high_watermark - log.log_end_offset)
         elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
             if fetch_offset < data.log_start_offset:
                 # The leader deleted what we lack: start over at its log start.

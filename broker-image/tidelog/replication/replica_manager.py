@@ -25,7 +25,13 @@ from tidelog.records.errors import RecordsError
 from tidelog.replication.fetcher import FetcherConfig, ReplicaFetcher, fetcher_id
 from tidelog.replication.partition import NO_LEADER, Partition
 from tidelog.replication.purgatory import Purgatory
-from tidelog.storage.errors import KafkaStorageError, OffsetOutOfRangeError, StorageError
+from tidelog.replication.quota import ReplicationQuota
+from tidelog.storage.errors import (
+    KafkaStorageError,
+    LogDirNotFoundError,
+    OffsetOutOfRangeError,
+    StorageError,
+)
 from tidelog.storage.log import AppendInfo, Log
 from tidelog.storage.log_manager import LogManager
 from tidelog.storage.segment import FetchSlice
@@ -76,6 +82,7 @@ class ReplicaManager:
         endpoint_of: Callable[[int], tuple[str, int] | None] = lambda _broker: None,
         isr_writer: IsrWriter | None = None,
         clock_ms: Callable[[], int] = _now_ms,
+        follower_quota: ReplicationQuota | None = None,
     ):
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -88,6 +95,7 @@ class ReplicaManager:
         self._endpoint_of = endpoint_of
         self._isr_writer = isr_writer
         self._clock_ms = clock_ms
+        self._follower_quota = follower_quota  # for the fetchers (None: unthrottled)
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._stopping: set[asyncio.Task] = set()  # fetchers left without partitions
         self._checkpointed_hw = log_manager.high_watermark_checkpoints()
@@ -173,6 +181,48 @@ class ReplicaManager:
             self.log_manager.delete_log(topic, index)
             if not any(t == topic for t, _ in self.partitions):
                 self.topic_ids.pop(topic, None)
+
+    # -- moves between log directories (AlterReplicaLogDirs) -----------------------------------
+
+    def alter_replica_log_dir(self, topic: str, index: int, directory: str) -> ErrorCode:
+        """Move a replica to another log directory of this broker, as Kafka's
+        alterReplicaLogDirs: an unknown directory is LOG_DIR_NOT_FOUND, an offline one (or
+        an offline partition) KAFKA_STORAGE_ERROR; a new destination replaces a move in
+        flight; a partition not hosted yet gets the directory for when its log is created
+        and REPLICA_NOT_AVAILABLE; its current directory means nothing to do. Otherwise
+        the future log exists once this returns and the log-dir mover fills it."""
+        key = (topic, index)
+        try:
+            target = self.log_manager.online_dir(directory)
+        except LogDirNotFoundError:
+            return ErrorCode.LOG_DIR_NOT_FOUND
+        except KafkaStorageError:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        if key in self.log_manager.offline_partitions:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        future = self.log_manager.future_log(topic, index)
+        if future is not None and future.directory.parent != target:
+            self.log_manager.delete_future_log(topic, index)
+        self.log_manager.maybe_update_preferred_dir(topic, index, target)
+        partition = self.partitions.get(key)
+        if partition is None:
+            return ErrorCode.REPLICA_NOT_AVAILABLE
+        if partition.log.directory.parent == target:
+            return ErrorCode.NONE
+        try:
+            self.log_manager.create_future_log(
+                topic, index, target, topic_id=self.topic_ids.get(topic)
+            )
+        except KafkaStorageError as error:
+            logger.error("cannot move %s-%d to %s: %s", topic, index, target, error)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        return ErrorCode.NONE
+
+    def replace_current_with_future(self, topic: str, index: int) -> None:
+        """The swap of a move: the partition's future log, caught up with its current
+        log, replaces it. Runs on the event loop, so no append comes in between."""
+        partition = self.partitions[(topic, index)]
+        partition.log = self.log_manager.replace_current_with_future(topic, index)
 
     def leader_partition(
         self, topic: str, index: int, current_leader_epoch: int = -1
@@ -357,7 +407,11 @@ class ReplicaManager:
         fetcher = self._fetchers.get(which)
         if fetcher is None:
             fetcher = self._fetchers[which] = ReplicaFetcher(
-                leader, lambda: self._endpoint_of(leader), self, self._fetcher_config
+                leader,
+                lambda: self._endpoint_of(leader),
+                self,
+                self._fetcher_config,
+                self._follower_quota,
             )
         return fetcher
 

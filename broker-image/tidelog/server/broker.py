@@ -68,6 +68,12 @@ from tidelog.coordinator.group_coordinator import (
 from tidelog.coordinator.producer_ids import ProducerIdManager
 from tidelog.protocol.errors import ErrorCode
 from tidelog.replication.fetcher import FetcherConfig
+from tidelog.replication.log_dir_mover import LogDirMover
+from tidelog.replication.quota import (
+    FOLLOWER_THROTTLED_REPLICAS,
+    LEADER_THROTTLED_REPLICAS,
+    ReplicationQuota,
+)
 from tidelog.replication.replica_manager import AppendResult, ReplicaManager
 from tidelog.server.config import BrokerConfig, ConfigError
 from tidelog.server.controlled_shutdown import shut_down_controlled
@@ -105,6 +111,12 @@ class Broker:
         self._topic_overrides: dict[str, dict[str, str]] = {}
         self._last_config_change = -1
         self._config_changed = asyncio.Event()
+        # Replication throttles (seed 003 修改主题限速): rates from the broker configs
+        # (``_apply_quota_rates``), throttled replicas from each topic's overrides
+        # (``_throttle_replicas``); the log-dir mover's copy rate too.
+        self.leader_quota = self._replication_quota()
+        self.follower_quota = self._replication_quota()
+        self.alter_log_dirs_quota = self._replication_quota()
 
     # -- life cycle ----------------------------------------------------------------------
 
@@ -120,6 +132,7 @@ class Broker:
         if self.broker_id < 0:
             self.broker_id = await asyncio.to_thread(self.zk.generate_broker_id)
         await self._load_dynamic_config()
+        self._apply_quota_rates()
         config = self.config
         self.metadata = MetadataCache(cluster_id)
         self.log_manager = LogManager(
@@ -136,6 +149,8 @@ class Broker:
             ),
         )
         await asyncio.to_thread(self.log_manager.startup)
+        for topic, overrides in self._topic_overrides.items():
+            self._throttle_replicas(topic, overrides)
         self.replica_manager = ReplicaManager(
             self.broker_id,
             self.log_manager,
@@ -151,7 +166,10 @@ class Broker:
             num_fetchers=config["num.replica.fetchers"],
             endpoint_of=self._inter_broker_endpoint,
             isr_writer=self._write_isr,
+            follower_quota=self.follower_quota,
         )
+        self.log_dir_mover = LogDirMover(self.replica_manager, quota=self.alter_log_dirs_quota)
+        self.log_manager.set_draining_dirs(config["log.dirs.draining"])
         self.group_coordinator = GroupCoordinator(
             self.replica_manager, CoordinatorConfig.from_broker(config)
         )
@@ -189,6 +207,7 @@ class Broker:
         self._loop = asyncio.get_running_loop()
         self.zk.on_session_change(self._session_lost, self._session_renewed)
         self._config_changed.set()  # the first pass arms the watch
+        self.log_dir_mover.start()
         self._tasks = [
             asyncio.create_task(self._follow_config_changes(), name="config-changes"),
             asyncio.create_task(
@@ -301,6 +320,7 @@ class Broker:
         overrides = await asyncio.to_thread(self.zk.entity_config, "topics", topic)
         self._topic_overrides[topic] = overrides
         self.log_manager.set_topic_config(topic, self._log_config_for(topic, overrides))
+        self._throttle_replicas(topic, overrides)
         if announced:
             logger.info("topic %s: config overrides now %s", topic, overrides)
 
@@ -314,11 +334,34 @@ class Broker:
             logger.error("ignoring the dynamic broker configs in ZooKeeper: %s", error)
             return
         self.with_config(config)
+        self._apply_quota_rates()
         hosted = {topic for topic, _ in self.log_manager.logs}
         for topic in sorted(hosted | set(self._topic_overrides)):
             overrides = self._topic_overrides.get(topic, {})
             self.log_manager.set_topic_config(topic, self._log_config_for(topic, overrides))
         logger.info("dynamic broker configs now: cluster-wide %s, broker %s", cluster, mine)
+
+    def _replication_quota(self) -> ReplicationQuota:
+        """An unthrottled quota with the configured windows (read-only keys)."""
+        return ReplicationQuota(
+            samples=self.config["replication.quota.window.num"],
+            window_ms=self.config["replication.quota.window.size.seconds"] * 1000,
+        )
+
+    def _apply_quota_rates(self) -> None:
+        config = self.config
+        self.leader_quota.set_rate(config["leader.replication.throttled.rate"])
+        self.follower_quota.set_rate(config["follower.replication.throttled.rate"])
+        self.alter_log_dirs_quota.set_rate(config["replica.alter.log.dirs.io.max.bytes.per.second"])
+
+    def _throttle_replicas(self, topic: str, overrides: dict[str, str]) -> None:
+        """The topic's replicas that the leader and follower quotas throttle on this
+        broker: the entries of its throttled-replicas lists that name this broker."""
+        for quota, name in (
+            (self.leader_quota, LEADER_THROTTLED_REPLICAS),
+            (self.follower_quota, FOLLOWER_THROTTLED_REPLICAS),
+        ):
+            quota.follow_topic_config(topic, name, overrides.get(name, ""), self.broker_id)
 
     # -- ZooKeeper session expiry ------------------------------------------------------------
 
@@ -423,6 +466,7 @@ class Broker:
         await self.controller.stop()
         await self.network.close()
         await self.group_coordinator.shutdown()
+        await self.log_dir_mover.stop()
         await self.replica_manager.shutdown()
         high_watermarks = self.replica_manager.high_watermarks()
         # Not in the default executor: without ZooKeeper its workers may all be waiting
@@ -596,3 +640,5 @@ class Broker:
     def with_config(self, config: BrokerConfig) -> None:
         self.config = config
         self.log_manager.default_config = replace(config.log_config())
+        self.log_manager.set_draining_dirs(config["log.dirs.draining"])
+        self.log_dir_mover.wake()

@@ -6,6 +6,11 @@ need a restart, ``per-broker`` and ``cluster-wide`` keys may be set dynamically 
 ZooKeeper (``/config/brokers/<id>`` and ``/config/brokers/<default>``). The value in
 force follows Kafka's precedence: per-broker > cluster-wide > static (the file and
 ``--override``) > default. DescribeConfigs reports each value with its source.
+
+``log.dirs.draining`` (tidelog's own, per-broker): the directories of ``log.dirs`` to
+empty. A draining directory takes no new partition, and the broker moves every replica
+off it to its other directories (AlterReplicaLogDirs moves, a few at a time); each entry
+must be one of ``log.dirs``.
 """
 
 from __future__ import annotations
@@ -113,6 +118,14 @@ BROKER_CONFIGS: dict[str, ConfigKey] = _keys(
     ConfigKey("zookeeper.connection.timeout.ms", "int", None),
     ConfigKey("log.dirs", "list", None, doc="One directory per disk (JBOD)."),
     ConfigKey("log.dir", "string", "/tmp/kafka-logs"),
+    ConfigKey(
+        "log.dirs.draining",
+        "list",
+        [],
+        _P,
+        doc="Log directories (of log.dirs) to empty: they take no new partition and the "
+        "broker moves their replicas to its other directories.",
+    ),
     ConfigKey("num.partitions", "int", 1),
     ConfigKey("default.replication.factor", "int", 1),
     ConfigKey("auto.create.topics.enable", "boolean", True),
@@ -197,6 +210,9 @@ BROKER_CONFIGS: dict[str, ConfigKey] = _keys(
     ConfigKey("leader.imbalance.per.broker.percentage", "int", 10),
     ConfigKey("leader.replication.throttled.rate", "long", _LONG_MAX, _P),
     ConfigKey("follower.replication.throttled.rate", "long", _LONG_MAX, _P),
+    ConfigKey("replica.alter.log.dirs.io.max.bytes.per.second", "long", _LONG_MAX, _P),
+    ConfigKey("replication.quota.window.num", "int", 11),
+    ConfigKey("replication.quota.window.size.seconds", "int", 1),
     ConfigKey("ssl.keystore.password", "password", None, _P),
     ConfigKey("ssl.key.password", "password", None, _P),
     ConfigKey("ssl.truststore.password", "password", None, _P),
@@ -223,6 +239,15 @@ _LOG_CONFIG_SOURCES = {
     "unclean_leader_election_enable": "unclean.leader.election.enable",
     "flush_messages": "log.flush.interval.messages",
     "preallocate": "log.preallocate",
+}
+
+# Kafka's ConfigDef lower bounds of the replication quota keys.
+_LOWER_BOUNDS = {
+    "leader.replication.throttled.rate": 0,
+    "follower.replication.throttled.rate": 0,
+    "replica.alter.log.dirs.io.max.bytes.per.second": 0,
+    "replication.quota.window.num": 1,
+    "replication.quota.window.size.seconds": 1,
 }
 
 _CONTINUATION = re.compile(r"(?<!\\)(\\\\)*\\$")
@@ -409,6 +434,13 @@ class BrokerConfig:
                 )
         if self["message.max.bytes"] > self["socket.request.max.bytes"]:
             raise ConfigError("message.max.bytes cannot exceed socket.request.max.bytes")
+        for key, low in _LOWER_BOUNDS.items():
+            if self[key] < low:
+                raise ConfigError(f"{key} must be at least {low}, got {self[key]}")
+        known = {d.resolve() for d in self.log_dirs}
+        for directory in self["log.dirs.draining"]:
+            if Path(directory).resolve() not in known:
+                raise ConfigError(f"log.dirs.draining: {directory} is not one of log.dirs")
         self.log_config()
 
 

@@ -51,7 +51,10 @@ from tidelog.server.handlers.group_offsets import (
 from tidelog.server.handlers.init_producer_id import handle_init_producer_id
 from tidelog.server.handlers.leader_and_isr import handle_leader_and_isr
 from tidelog.server.handlers.list_offsets import handle_list_offsets
-from tidelog.server.handlers.log_dirs import handle_describe_log_dirs
+from tidelog.server.handlers.log_dirs import (
+    handle_alter_replica_log_dirs,
+    handle_describe_log_dirs,
+)
 from tidelog.server.handlers.metadata import handle_metadata
 from tidelog.server.handlers.offsets_for_leader_epoch import handle_offsets_for_leader_epoch
 from tidelog.server.handlers.partition_reassignments import (
@@ -83,6 +86,7 @@ HANDLERS = {
     ApiKey.ALTER_CONFIGS: handle_alter_configs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: handle_incremental_alter_configs,
     ApiKey.DESCRIBE_LOG_DIRS: handle_describe_log_dirs,
+    ApiKey.ALTER_REPLICA_LOG_DIRS: handle_alter_replica_log_dirs,
     ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster,
     ApiKey.FIND_COORDINATOR: handle_find_coordinator,
     ApiKey.JOIN_GROUP: handle_join_group,

@@ -60,11 +60,14 @@ __all__ = ["AppendInfo", "Log", "parse_topic_partition"]
 
 logger = logging.getLogger(__name__)
 
-_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+# A current log, or (Kafka's names) a future replica or a replica to delete:
+# ``<topic>-<partition>.<uuid without dashes>-future`` / ``-delete``.
+_PARTITION_DIR = re.compile(r"^(.+)-(\d+)(?:\.[0-9a-f]{32}-(?:future|delete))?$")
 
 
 def parse_topic_partition(directory: Path) -> tuple[str, int]:
-    """``<topic>-<partition>`` → (topic, partition)."""
+    """``<topic>-<partition>`` (also with a ``.<id>-future`` or ``.<id>-delete``
+    suffix) → (topic, partition)."""
     match = _PARTITION_DIR.match(Path(directory).name)
     if not match:
         raise ValueError(f"{directory} is not named <topic>-<partition>")
@@ -113,6 +116,7 @@ class Log:
         self._clock = clock
         self._scheduler = scheduler
         self._lock = threading.RLock()
+        self._dir_lock = threading.Lock()  # the directory's name, against rename_dir
         self._on_io_error = on_io_error
         self._set_segments(list(segments))
         self._publish_end(next_offset)
@@ -462,7 +466,8 @@ class Log:
             if segment.base_offset >= target:
                 break
             segment.flush()
-        fsync_directory(self.directory)  # new segments' names are durable too
+        with self._dir_lock:
+            fsync_directory(self.directory)  # new segments' names are durable too
         with self._lock:
             if target <= self._next_offset:  # unless a truncation came in between
                 self.recovery_point = max(self.recovery_point, target)
@@ -599,6 +604,21 @@ class Log:
             fsync_directory(self.directory)
 
     # -- lifecycle ---------------------------------------------------------------------------------
+
+    def rename_dir(self, new_directory: Path) -> None:
+        """Rename the partition directory within its log dir (a log-dir move's swap,
+        Kafka's renameDir): open files stay open; their paths follow the directory."""
+        new_directory = Path(new_directory)
+        with self._lock, self._dir_lock:
+            self.directory.rename(new_directory)
+            fsync_directory(new_directory.parent)
+            self.directory = new_directory
+            for segment in self._segments:
+                segment.directory = new_directory
+                for item in (segment.log, segment.offset_index, segment.time_index):
+                    item.path = new_directory / item.path.name
+            self.leader_epochs.path = new_directory / self.leader_epochs.path.name
+            self.producer_state.directory = new_directory
 
     def close(self) -> None:
         with self._lock:

@@ -2,7 +2,25 @@
 
 Placement (seed 000): a new partition goes to the online, non-draining directory that
 holds the fewest partitions; ties go to the one with the most free bytes. So a newly
-added empty disk takes every new partition until the counts even out.
+added empty disk takes every new partition until the counts even out. A directory that
+AlterReplicaLogDirs named for a partition not hosted yet (its preferred directory) wins
+over that rule once, when the partition's log is created, as in Kafka.
+
+Moves between directories (Kafka's future logs): a partition may have, besides its
+current log ``<topic>-<partition>``, one future log ``<topic>-<partition>.<id>-future`` in
+another directory, which the log-dir mover (``replication/log_dir_mover.py``) fills from
+the current one; cleaning of the partition is paused meanwhile. The swap
+(:meth:`LogManager.replace_current_with_future`) commits by renaming the current
+directory to ``<topic>-<partition>.<id>-delete``; the future directory then loses its
+suffix, and the old one is deleted after ``file.delete.delay.ms``. A truncation of the
+current log truncates the future log too. At start-up, a ``-delete`` directory is
+deleted; a ``-future`` directory is the future log of its partition when the current
+log is there too (the move resumes when the partition is hosted again, as in Kafka; a
+partition deleted meanwhile takes its future log with it), and otherwise becomes the
+current log: the swap had committed (Kafka would refuse to start on the two current
+directories its own order can leave), or the current log's directory is gone and the
+future log is the only copy left. The current log is never deleted before the future one
+has replaced it.
 
 Each directory holds ``meta.properties``, the offset checkpoints and, after a clean
 shutdown, the ``.kafka_cleanshutdown`` marker; a directory without the marker has its
@@ -44,6 +62,8 @@ from tidelog.storage.scheduler import Scheduler
 
 __all__ = [
     "CLEAN_SHUTDOWN_MARKER",
+    "DELETE_DIR_SUFFIX",
+    "FUTURE_DIR_SUFFIX",
     "InconsistentBrokerIdError",
     "InconsistentClusterIdError",
     "LogManager",
@@ -52,9 +72,16 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
+FUTURE_DIR_SUFFIX = "-future"
+DELETE_DIR_SUFFIX = "-delete"
 
 TopicPartition = tuple[str, int]
 T = TypeVar("T")
+
+
+def _suffixed_dir_name(topic_partition: TopicPartition, suffix: str) -> str:
+    """Kafka's ``<topic>-<partition>.<uuid without dashes><suffix>``."""
+    return f"{topic_partition[0]}-{topic_partition[1]}.{uuid.uuid4().hex}{suffix}"
 
 
 class InconsistentBrokerIdError(StorageError):
@@ -97,6 +124,9 @@ class LogManager:
         # Periodic and final checkpoints may overlap; their files are written one at a time.
         self._checkpoint_lock = threading.Lock()
         self._logs: dict[TopicPartition, Log] = {}
+        self._future_logs: dict[TopicPartition, Log] = {}
+        # AlterReplicaLogDirs' directories for partitions not hosted yet.
+        self._preferred_dirs: dict[TopicPartition, Path] = {}
         self.offline_dirs: dict[Path, str] = {}
         # Partitions whose directory failed: never silently recreated elsewhere.
         self.offline_partitions: set[TopicPartition] = set()
@@ -105,15 +135,19 @@ class LogManager:
     # -- startup and shutdown -------------------------------------------------------------
 
     def startup(self) -> None:
-        """Check every directory, then load its partitions (recovering after a crash)."""
+        """Check every directory, then load its partitions (recovering after a crash),
+        then settle the moves a crash interrupted (see the module's docstring)."""
+        futures: dict[TopicPartition, Log] = {}
+        doomed: list[Path] = []
         for directory in self.log_dirs:
             try:
                 self._prepare_dir(directory)
-                self._load_dir(directory)
+                self._load_dir(directory, futures, doomed)
             except (OSError, StorageError) as error:
                 if isinstance(error, InconsistentBrokerIdError | InconsistentClusterIdError):
                     raise
                 self._mark_offline(directory, f"failed to load: {error}")
+        self._settle_moves(futures, doomed)
         if not self.online_dirs:
             raise KafkaStorageError(f"no usable log directory among {self.log_dirs}")
         self.cleaner.start()
@@ -140,7 +174,9 @@ class LogManager:
             properties["cluster.id"] = self.cluster_id or cluster
         write_properties(meta, properties)
 
-    def _load_dir(self, directory: Path) -> None:
+    def _load_dir(
+        self, directory: Path, futures: dict[TopicPartition, Log], doomed: list[Path]
+    ) -> None:
         marker = directory / CLEAN_SHUTDOWN_MARKER
         clean = marker.exists()
         recovery_points = _read_checkpoint_or_empty(directory / RECOVERY_POINT_CHECKPOINT)
@@ -152,12 +188,16 @@ class LogManager:
                 topic_partition = parse_topic_partition(partition_dir)
             except ValueError:
                 continue
-            if topic_partition in self._logs:
+            if partition_dir.name.endswith(DELETE_DIR_SUFFIX):
+                doomed.append(partition_dir)
+                continue
+            loaded = futures if partition_dir.name.endswith(FUTURE_DIR_SUFFIX) else self._logs
+            if topic_partition in loaded:
                 raise StorageError(
-                    f"{topic_partition} is in both {self._logs[topic_partition].directory} "
+                    f"{topic_partition} is in both {loaded[topic_partition].directory} "
                     f"and {partition_dir}"
                 )
-            self._logs[topic_partition] = Log.open(
+            loaded[topic_partition] = Log.open(
                 partition_dir,
                 self.config_for(topic_partition[0]),
                 log_start_offset=start_offsets.get(topic_partition, 0),
@@ -169,6 +209,27 @@ class LogManager:
             )
         # The marker only vouches for the shutdown that wrote it.
         marker.unlink(missing_ok=True)
+
+    def _settle_moves(self, futures: dict[TopicPartition, Log], doomed: list[Path]) -> None:
+        for topic_partition, future in futures.items():
+            if future.directory.parent in self.offline_dirs:
+                continue
+            if topic_partition in self._logs:
+                self._future_logs[topic_partition] = future
+                self.cleaner.abort_and_pause_cleaning(topic_partition)
+                logger.info("resuming the move of %s-%d to %s", *topic_partition, future.directory)
+                continue
+            current = future.directory.with_name("{}-{}".format(*topic_partition))
+            logger.warning("%s has no current log: it becomes the current log", future.directory)
+            future.rename_dir(current)
+            self._logs[topic_partition] = future
+        for directory in doomed:
+            if parse_topic_partition(directory) not in self._logs:
+                # Only its partition's failed directory may hold the replica that replaced it.
+                logger.warning("keeping %s: its partition has no current log", directory)
+                continue
+            logger.info("deleting %s, a replica replaced before a restart", directory)
+            shutil.rmtree(directory, ignore_errors=True)
 
     def high_watermark_checkpoints(self) -> dict[TopicPartition, int]:
         """Each hosted partition's high watermark as last checkpointed (a partition
@@ -192,15 +253,17 @@ class LogManager:
             for directory in self.online_dirs:
                 try:
                     logs = self._logs_in(directory)
-                    for log in logs.values():
+                    futures = self._logs_in(directory, futures=True)
+                    for log in (*logs.values(), *futures.values()):
                         log.flush()
-                    self._write_checkpoints(directory, logs)
-                    for log in logs.values():
+                    self._write_checkpoints(directory, logs, futures=futures)
+                    for log in (*logs.values(), *futures.values()):
                         log.close()
                     (directory / CLEAN_SHUTDOWN_MARKER).touch()
                 except OSError as error:
                     logger.error("%s failed during shutdown: %s", directory, error)
             self._logs.clear()
+            self._future_logs.clear()
 
     # -- directories ------------------------------------------------------------------------
 
@@ -215,6 +278,27 @@ class LogManager:
             self.draining_dirs.add(path)
         else:
             self.draining_dirs.discard(path)
+
+    def set_draining_dirs(self, directories: Iterable[Path | str]) -> None:
+        """Exactly these directories are draining (``log.dirs.draining``)."""
+        self.draining_dirs = {self._known_dir(directory) for directory in directories}
+
+    def partitions_to_drain(self) -> list[TopicPartition]:
+        """Partitions whose current log is in a draining directory and that are not
+        being moved already."""
+        return sorted(
+            tp
+            for tp, log in list(self._logs.items())
+            if log.directory.parent in self.draining_dirs and tp not in self._future_logs
+        )
+
+    def online_dir(self, directory: Path | str) -> Path:
+        """``directory`` as one of log.dirs; LogDirNotFoundError when it is none of
+        them, KafkaStorageError when it is offline (Kafka's isLogDirOnline)."""
+        path = self._known_dir(directory)
+        if path in self.offline_dirs:
+            raise KafkaStorageError(f"log directory {path} is offline")
+        return path
 
     def handle_dir_failure(self, directory: Path | str, reason: str) -> None:
         """Take a failed directory offline: its partitions go offline, the rest serve on."""
@@ -232,6 +316,12 @@ class LogManager:
                     self.offline_partitions.add(topic_partition)
                     with contextlib.suppress(OSError):  # the disk is gone already
                         log.close()
+            for topic_partition, log in list(self._future_logs.items()):
+                if log.directory.parent == directory:
+                    del self._future_logs[topic_partition]
+                    self.cleaner.resume_cleaning([topic_partition])
+                    with contextlib.suppress(OSError):
+                        log.close()
         if self._on_dir_failure is not None:
             self._on_dir_failure(directory, reason)
 
@@ -241,15 +331,16 @@ class LogManager:
             raise LogDirNotFoundError(f"{directory} is not one of log.dirs")
         return path
 
-    def _logs_in(self, directory: Path) -> dict[TopicPartition, Log]:
+    def _logs_in(self, directory: Path, *, futures: bool = False) -> dict[TopicPartition, Log]:
+        """The current logs in ``directory``, or its future logs."""
         # list() copies in one step: other threads add and remove logs meanwhile
-        return {
-            tp: log for tp, log in list(self._logs.items()) if log.directory.parent == directory
-        }
+        logs = self._future_logs if futures else self._logs
+        return {tp: log for tp, log in list(logs.items()) if log.directory.parent == directory}
 
     def partition_counts(self) -> dict[Path, int]:
+        """Logs per online directory, future logs included (they are its partitions soon)."""
         counts = {d: 0 for d in self.online_dirs}
-        for log in self._logs.values():
+        for log in (*list(self._logs.values()), *list(self._future_logs.values())):
             counts[log.directory.parent] = counts.get(log.directory.parent, 0) + 1
         return counts
 
@@ -288,9 +379,11 @@ class LogManager:
         *,
         topic_id: uuid.UUID | None = None,
     ) -> Log:
-        """The partition's log, created where :meth:`choose_dir` says when there is none.
-        With ``topic_id``, a log left by a deleted topic of the same name (its
-        ``partition.metadata`` names another id) is deleted and a new one created."""
+        """The partition's log, created when there is none: in ``directory``, else in its
+        preferred directory (AlterReplicaLogDirs) while that is online, else where
+        :meth:`choose_dir` says. With ``topic_id``, a log left by a deleted topic of the
+        same name (its ``partition.metadata`` names another id) is deleted and a new one
+        created."""
         with self._lock:
             existing = self._logs.get((topic, partition))
             if existing is not None:
@@ -305,7 +398,13 @@ class LogManager:
                 self.delete_log(topic, partition)
             if (topic, partition) in self.offline_partitions:
                 raise KafkaStorageError(f"{topic}-{partition} is offline: its log directory failed")
-            parent = self.choose_dir() if directory is None else self._known_dir(directory)
+            preferred = self._preferred_dirs.pop((topic, partition), None)
+            if directory is not None:
+                parent = self._known_dir(directory)
+            elif preferred is not None and preferred not in self.offline_dirs:
+                parent = preferred
+            else:
+                parent = self.choose_dir()
             if parent in self.offline_dirs:
                 raise KafkaStorageError(f"{parent} is offline")
             try:
@@ -340,7 +439,11 @@ class LogManager:
         return recorded == topic_id
 
     def delete_log(self, topic: str, partition: int) -> None:
+        """Delete the partition's log, and its future log first (so a crash in between
+        never leaves the future log alone, which a restart would take for the current)."""
         with self._lock:
+            self._preferred_dirs.pop((topic, partition), None)
+            self.delete_future_log(topic, partition)
             log = self._logs.pop((topic, partition), None)
             if log is None:
                 return
@@ -350,7 +453,8 @@ class LogManager:
 
     def truncate_to(self, topic: str, partition: int, offset: int) -> None:
         """Truncate a log (a follower diverged) with its cleaning paused meanwhile, and
-        pull its cleaner checkpoint back so the cleaner never starts past the end."""
+        pull its cleaner checkpoint back so the cleaner never starts past the end. A
+        future log is truncated with it: what it copied past ``offset`` is gone."""
         log = self._logs[(topic, partition)]
         self.cleaner.abort_and_pause_cleaning((topic, partition))
         try:
@@ -358,8 +462,122 @@ class LogManager:
                 self.cleaner.maybe_truncate_checkpoint(
                     log.directory.parent, (topic, partition), log.log_end_offset
                 )
+            future = self._future_logs.get((topic, partition))
+            if future is not None:
+                self.guarded(future, lambda: future.truncate_to(offset))
         finally:
             self.cleaner.resume_cleaning([(topic, partition)])
+
+    # -- moves between directories (future logs) ------------------------------------------------
+
+    def maybe_update_preferred_dir(self, topic: str, partition: int, directory: Path) -> None:
+        """Remember ``directory`` for the partition's log, unless its current or future
+        log is there already (Kafka's maybeUpdatePreferredLogDir)."""
+        with self._lock:
+            here = [self._logs.get((topic, partition)), self._future_logs.get((topic, partition))]
+            if not any(log is not None and log.directory.parent == directory for log in here):
+                self._preferred_dirs[(topic, partition)] = directory
+
+    def future_log(self, topic: str, partition: int) -> Log | None:
+        return self._future_logs.get((topic, partition))
+
+    @property
+    def future_logs(self) -> dict[TopicPartition, Log]:
+        return dict(self._future_logs)
+
+    def create_future_log(
+        self, topic: str, partition: int, directory: Path, *, topic_id: uuid.UUID | None = None
+    ) -> Log:
+        """The partition's future log in ``directory`` (created empty when there is none),
+        with the partition's cleaning paused until the swap or the move's end."""
+        key = (topic, partition)
+        with self._lock:
+            current = self._logs.get(key)
+            if current is None:
+                raise KafkaStorageError(f"{topic}-{partition} has no log to move")
+            parent = self.online_dir(directory)
+            if parent == current.directory.parent:
+                raise StorageError(f"{topic}-{partition} is in {parent} already")
+            existing = self._future_logs.get(key)
+            if existing is not None:
+                if existing.directory.parent != parent:
+                    raise StorageError(f"{topic}-{partition} is moving to {existing.directory}")
+                return existing
+            try:
+                future = Log.open(
+                    parent / _suffixed_dir_name(key, FUTURE_DIR_SUFFIX),
+                    self.config_for(topic),
+                    clock=self._clock,
+                    scheduler=self.scheduler,
+                    on_io_error=self._log_io_error,
+                )
+                if topic_id is not None:
+                    write_topic_id(future.directory, topic_id)
+            except (OSError, LeaderEpochCheckpointError) as error:
+                self._mark_offline(parent, f"creating the future log of {key} failed: {error}")
+                raise KafkaStorageError(str(error)) from error
+            self._future_logs[key] = future
+            self._preferred_dirs.pop(key, None)
+        self.cleaner.abort_and_pause_cleaning(key)
+        logger.info("moving %s-%d from %s to %s", topic, partition, current.directory, parent)
+        return future
+
+    def delete_future_log(self, topic: str, partition: int) -> None:
+        """End a move without swapping: the future log goes, the current one stays."""
+        with self._lock:
+            future = self._future_logs.pop((topic, partition), None)
+            if future is None:
+                return
+            self.cleaner.resume_cleaning([(topic, partition)])
+            logger.info("%s-%d: dropping its future log %s", topic, partition, future.directory)
+            with contextlib.suppress(OSError):  # a failed directory is reported already
+                future.delete()
+
+    def replace_current_with_future(self, topic: str, partition: int) -> Log:
+        """Swap the future log in for the current one, which it must have caught up with;
+        returns the new current log. The caller holds the partition still (on the event
+        loop: no append in between). Crash-safe: see the module's docstring."""
+        key = (topic, partition)
+        with self._lock:
+            source, future = self._logs[key], self._future_logs[key]
+            if future.log_end_offset != source.log_end_offset:
+                raise StorageError(f"the future log of {key} has not caught up: {future}")
+            # The current log's epochs, also those without records yet (a new leader's
+            # epoch starts at its log end before it writes), which copying cannot bring.
+            if future.leader_epochs.entries != source.leader_epochs.entries:
+                self.guarded(future, lambda: _copy_leader_epochs(source, future))
+            self.guarded(future, future.flush)
+            # The commit point: from here on, the future log is the replica.
+            self.guarded(
+                source,
+                lambda: source.rename_dir(
+                    source.directory.with_name(_suffixed_dir_name(key, DELETE_DIR_SUFFIX))
+                ),
+            )
+            self.guarded(
+                future,
+                lambda: future.rename_dir(future.directory.with_name(f"{topic}-{partition}")),
+            )
+            del self._future_logs[key]
+            self._logs[key] = future
+            old_dir, new_dir = source.directory.parent, future.directory.parent
+            self.cleaner.alter_checkpoint_dir(key, old_dir, new_dir)
+            self.cleaner.resume_cleaning([key])
+        logger.info("%s-%d now lives in %s", topic, partition, new_dir)
+        with contextlib.suppress(OSError):
+            self._write_checkpoints(old_dir, self._logs_in(old_dir))
+        # Readers may still be sending from the old files.
+        self.scheduler.schedule(
+            future.config.file_delete_delay_ms / 1000,
+            lambda: self._delete_replaced(source),
+        )
+        return future
+
+    @staticmethod
+    def _delete_replaced(log: Log) -> None:
+        with contextlib.suppress(OSError):
+            log.close()
+        shutil.rmtree(log.directory, ignore_errors=True)
 
     # -- periodic work ------------------------------------------------------------------------
 
@@ -399,18 +617,24 @@ class LogManager:
         directory: Path,
         logs: Mapping[TopicPartition, Log],
         high_watermarks: Mapping[TopicPartition, int] | None = None,
+        *,
+        futures: Mapping[TopicPartition, Log] | None = None,
     ) -> None:
+        """The directory's checkpoints; recovery points and start offsets cover its
+        future logs too (a partition has one log per directory at most)."""
+        if futures is None:
+            futures = self._logs_in(directory, futures=True)
         with self._checkpoint_lock:
-            self._write_checkpoints_locked(directory, logs, high_watermarks)
+            self._write_checkpoints_locked(directory, {**futures, **logs}, logs, high_watermarks)
 
-    def _write_checkpoints_locked(self, directory, logs, high_watermarks) -> None:
+    def _write_checkpoints_locked(self, directory, every_log, logs, high_watermarks) -> None:
         write_offset_checkpoint(
             directory / RECOVERY_POINT_CHECKPOINT,
-            {tp: log.recovery_point for tp, log in logs.items()},
+            {tp: log.recovery_point for tp, log in every_log.items()},
         )
         write_offset_checkpoint(
             directory / LOG_START_OFFSET_CHECKPOINT,
-            {tp: log.log_start_offset for tp, log in logs.items() if log.log_start_offset > 0},
+            {tp: log.log_start_offset for tp, log in every_log.items() if log.log_start_offset > 0},
         )
         if high_watermarks is not None:
             write_offset_checkpoint(
@@ -430,6 +654,12 @@ class LogManager:
             reason = f"I/O error on {log.directory.name}: {error}"
             self._mark_offline(log.directory.parent, reason)
             raise KafkaStorageError(reason) from error
+
+
+def _copy_leader_epochs(source: Log, destination: Log) -> None:
+    destination.leader_epochs.clear()
+    for epoch, start in source.leader_epochs.entries:
+        destination.assign_epoch_start_offset(epoch, start)
 
 
 def _read_checkpoint_or_empty(path: Path) -> dict[TopicPartition, int]:

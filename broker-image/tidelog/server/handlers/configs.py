@@ -18,10 +18,11 @@ Describing follows Kafka's ZooKeeper-mode broker:
 * a broker (its id) lists every key of ``BROKER_CONFIGS`` with its value in force, null
   for sensitive ones; the empty name lists the cluster-wide dynamic configs only.
 
-Altering validates first: a topic's new set through ``LogConfig.from_properties``
-(INVALID_CONFIG), a broker's new set against the keys' scopes (read-only keys, per-broker
-keys at the cluster level: INVALID_REQUEST, as Kafka answers) and by building the
-configuration it would make (INVALID_REQUEST). AlterConfigs replaces an entity's whole
+Altering validates first: a topic's new set through ``LogConfig.from_properties`` and
+its throttled-replicas lists (``*`` or ``partition:broker,...``) (INVALID_CONFIG), a
+broker's new set against the keys' scopes (read-only keys, per-broker keys at the
+cluster level: INVALID_REQUEST, as Kafka answers) and by building the configuration it
+would make (INVALID_REQUEST). AlterConfigs replaces an entity's whole
 set; IncrementalAlterConfigs applies SET, DELETE, APPEND and SUBTRACT (list keys) to the
 stored one.
 """
@@ -39,6 +40,12 @@ from decimal import Decimal
 from tidelog.controller.zk_data import DEFAULT_ENTITY
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
+from tidelog.replication.quota import (
+    FOLLOWER_THROTTLED_REPLICAS,
+    LEADER_THROTTLED_REPLICAS,
+    ThrottledReplicasError,
+    parse_throttled_replicas,
+)
 from tidelog.server.config import BROKER_CONFIGS, BrokerConfig, ConfigError, ConfigSource, Scope
 from tidelog.server.topic_names import topic_name_error
 from tidelog.storage.config import LogConfig, LogConfigError
@@ -591,7 +598,10 @@ async def _alter_topic(broker, name: str, plan: Planner, validate_only: bool) ->
     new = plan(TOPIC, current)
     try:
         LogConfig.from_properties(new, base=broker.config.log_config())
-    except LogConfigError as error:
+        for key in (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS):
+            if key in new:
+                parse_throttled_replicas(key, new[key])
+    except (LogConfigError, ThrottledReplicasError) as error:
         raise ConfigRequestError(
             ErrorCode.INVALID_CONFIG,
             f"Invalid config value for resource {_resource_text(TOPIC, name)}: {error}",

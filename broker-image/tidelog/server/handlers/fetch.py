@@ -6,6 +6,14 @@ has an error; otherwise it waits in purgatory until the high watermark (consumer
 the log end (followers) of a fetched partition moves, or ``max_wait_ms``, then reads
 again. Records go out as file slices, sent with sendfile. Fetch sessions are not kept:
 session id 0 tells clients to send full fetches, which every client supports.
+
+Replication throttles (seed 003 修改主题限速, Kafka's ``shouldLeaderThrottle``): a
+follower's fetch of a partition that ``leader.replication.throttled.replicas`` throttles
+on this broker gets no records while the broker's leader quota is exceeded, unless that
+follower is in the ISR; the fetch still records the follower's position, and such a
+partition's bytes do not count towards ``min_bytes``. The bytes sent for throttled
+partitions, in sync or not, are recorded in the leader quota when the response goes.
+Consumers are never throttled here.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import time
 
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
+from tidelog.replication.quota import ReplicationQuota
 
 __all__ = ["handle_fetch"]
 
@@ -35,9 +44,23 @@ def _resolve_topics(broker, header, request):
     return resolved
 
 
+def _leader_throttles(
+    replicas, quota: ReplicationQuota, replica_id: int, topic: str, partition: int
+) -> bool:
+    """Whether this follower's fetch of the partition gets no records now: throttled
+    here, the follower out of the ISR, and the leader quota exceeded."""
+    if not quota.is_throttled(topic, partition):
+        return False
+    leader = replicas.partitions.get((topic, partition))
+    in_sync = leader is not None and replica_id in leader.isr
+    return not in_sync and quota.is_exceeded()
+
+
 def _read_all(broker, topics, max_bytes: int, isolation_level: int, replica_id: int):
-    """One pass over every partition; returns (responses, bytes gathered, any error)."""
+    """One pass over every partition; returns (responses, bytes gathered, any error,
+    bytes of the partitions the leader quota throttles)."""
     replicas = broker.replica_manager
+    quota = broker.leader_quota
     read = (
         replicas.read
         if replica_id < 0
@@ -45,6 +68,7 @@ def _read_all(broker, topics, max_bytes: int, isolation_level: int, replica_id: 
     )
     remaining = max_bytes
     gathered = 0
+    throttled_bytes = 0
     failed = False
     responses = []
     for name, topic_id, topic in topics:
@@ -62,9 +86,17 @@ def _read_all(broker, topics, max_bytes: int, isolation_level: int, replica_id: 
                     current_leader_epoch=wanted.current_leader_epoch,
                 )
                 code = result.error
+                if (
+                    replica_id >= 0
+                    and result.records is not None
+                    and _leader_throttles(replicas, quota, replica_id, name, wanted.partition)
+                ):
+                    result.records = None  # read (the position counted), not sent
             failed |= code != ErrorCode.NONE
             size = result.size if result else 0
             gathered += size
+            if replica_id >= 0 and size and quota.is_throttled(name, wanted.partition):
+                throttled_bytes += size
             remaining = max(0, remaining - size)
             hw = result.high_watermark if result else -1
             partitions.append(
@@ -83,7 +115,7 @@ def _read_all(broker, topics, max_bytes: int, isolation_level: int, replica_id: 
                 topic=name or "", topic_id=topic_id, partitions=partitions
             )
         )
-    return responses, gathered, failed
+    return responses, gathered, failed, throttled_bytes
 
 
 def _replica_id(request) -> int:
@@ -104,12 +136,14 @@ async def handle_fetch(broker, header, request, context):
     watched = [(name, p.partition) for name, _, t in topics if name for p in t.partitions]
     while True:
         wake = purgatory.watch(watched)
-        responses, gathered, failed = _read_all(
+        responses, gathered, failed, throttled_bytes = _read_all(
             broker, topics, max_bytes, request.isolation_level, replica_id
         )
         left = deadline - time.monotonic()
         if gathered >= request.min_bytes or failed or left <= 0 or not watched:
             wake.cancel()
+            if throttled_bytes:
+                broker.leader_quota.record(throttled_bytes)
             return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
         await asyncio.wait([wake], timeout=left)
         wake.cancel()  # no-op when it fired; forgets the watch when the wait timed out

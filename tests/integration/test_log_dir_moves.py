@@ -1,0 +1,140 @@
+"""Moves of replicas between the log dirs of one broker (AlterReplicaLogDirs) and the
+draining of a log dir (``log.dirs.draining``), on real brokers with two log dirs each
+while an acks=all producer writes: during a move, across a restart and a kill -9 in the
+middle of one, the replica ends up in the target dir only, holding the leader's bytes."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+from integration.acked_writes import ContinuousProducer, assert_acknowledged_records_kept
+from integration.cluster import Cluster, wait_until
+from tidelog.protocol import ApiKey
+from tidelog.protocol.errors import ErrorCode
+
+TOPIC = "moving"
+# The replaced replica's files go after file.delete.delay.ms (a minute by default).
+OVERRIDES = {"log.segment.delete.delay.ms": "500"}
+
+
+def alter_log_dir(cluster: Cluster, broker_id: int, partition: int, target: Path) -> int:
+    body = {"dirs": [{"path": str(target), "topics": [{"name": TOPIC, "partitions": [partition]}]}]}
+    with cluster.connect(broker_id) as connection:
+        response = connection.request(ApiKey.ALTER_REPLICA_LOG_DIRS, None, body)
+    return response.results[0].partitions[0].error_code
+
+
+def placement(cluster: Cluster, broker_id: int, topic: str = TOPIC) -> dict[tuple, str]:
+    """(partition, is_future) → the log dir that holds it, from DescribeLogDirs."""
+    body = {"topics": None}
+    with cluster.connect(broker_id) as connection:
+        response = connection.request(ApiKey.DESCRIBE_LOG_DIRS, None, body)
+    found = {}
+    for result in response.results:
+        assert result.error_code == ErrorCode.NONE
+        for entry in result.topics:
+            if entry.name == topic:
+                for p in entry.partitions:
+                    found[(p.partition_index, p.is_future_key)] = result.log_dir
+    return found
+
+
+def lives_only_in(cluster: Cluster, broker_id: int, target: Path, partitions=(0,)) -> bool:
+    where = placement(cluster, broker_id)
+    wanted = {(p, False): str(target.resolve()) for p in partitions}
+    on_disk = [d for d in target.parent.glob(f"*/{TOPIC}-*") if d.is_dir()]
+    return where == wanted and all(d.parent == target for d in on_disk)
+
+
+def other_dir(broker, partition: int = 0) -> Path:
+    (current,) = [d for d in broker.log_dirs if (d / f"{TOPIC}-{partition}").is_dir()]
+    (other,) = [d for d in broker.log_dirs if d != current]
+    return other
+
+
+def replica_bytes(broker, partition: int = 0) -> bytes:
+    (directory,) = [
+        d / f"{TOPIC}-{partition}" for d in broker.log_dirs if (d / f"{TOPIC}-{partition}").is_dir()
+    ]
+    return b"".join(path.read_bytes() for path in sorted(directory.glob("*.log")))
+
+
+def test_moves_while_producing_across_a_kill_and_a_restart(tmp_path, zk_chroot):
+    with Cluster(tmp_path, zk_chroot, size=2, overrides=OVERRIDES) as cluster:
+        cluster.create_topic(TOPIC, assignment={0: [2, 1]}, configs={"segment.bytes": "65536"})
+        leader, follower = cluster.brokers[2], cluster.brokers[1]
+        with ContinuousProducer(cluster.bootstrap, TOPIC, 1) as producer:
+            producer.wait_for_more(3000, "records before the first move")
+            # the leader's replica moves while it takes appends
+            target = other_dir(leader)
+            assert alter_log_dir(cluster, 2, 0, target) == ErrorCode.NONE
+            wait_until(lambda: lives_only_in(cluster, 2, target), "the leader's replica moved")
+            producer.wait_for_more(2000, "records after the leader's move")
+
+            # kill -9 in the middle of the follower's move: it resumes after the restart
+            target = other_dir(follower)
+            assert alter_log_dir(cluster, 1, 0, target) == ErrorCode.NONE
+            follower.kill()
+            producer.wait_for_more(1000, "records while the follower is down")
+            follower.start()
+            wait_until(
+                lambda: lives_only_in(cluster, 1, target), "the follower's move done", timeout=60
+            )
+
+            # a restart in the middle of a move: the broker stopped while the future
+            # replica had only the first segment of the current one
+            follower.stop()
+            source, target = target, other_dir(follower)
+            future = target / f"{TOPIC}-0.{uuid.uuid4().hex}-future"
+            future.mkdir()
+            first = min((source / f"{TOPIC}-0").glob("*.log"))
+            shutil.copy(first, future / first.name)
+            follower.start()
+            wait_until(
+                lambda: lives_only_in(cluster, 1, target), "the resumed move done", timeout=60
+            )
+            producer.wait_for_more(2000, "records after the moves")
+        assert_acknowledged_records_kept(cluster.bootstrap, producer, "after the moves")
+        wait_until(
+            lambda: replica_bytes(follower) == replica_bytes(leader),
+            "the moved follower holds the leader's bytes",
+        )
+
+
+def test_a_draining_dir_takes_no_partition_and_empties_while_producing(tmp_path, zk_chroot):
+    with Cluster(tmp_path, zk_chroot, size=1, overrides=OVERRIDES) as cluster:
+        broker = cluster.brokers[1]
+        draining, staying = broker.log_dirs
+        cluster.create_topic(TOPIC, partitions=6, replication_factor=1)
+        assert any(p == str(draining.resolve()) for p in placement(cluster, 1).values())
+        with ContinuousProducer(cluster.bootstrap, TOPIC, 6) as producer:
+            producer.wait_for_more(3000, "records before draining")
+            assert set_draining(cluster, "/nowhere") == ErrorCode.INVALID_REQUEST  # as Kafka
+            assert set_draining(cluster, str(draining)) == ErrorCode.NONE
+            wait_until(
+                lambda: lives_only_in(cluster, 1, staying, range(6)),
+                "the draining dir emptied",
+                timeout=60,
+            )
+            producer.wait_for_more(2000, "records after draining")
+        assert_acknowledged_records_kept(cluster.bootstrap, producer, "after draining")
+        cluster.create_topic("later", partitions=4, replication_factor=1)
+        assert set(placement(cluster, 1, "later").values()) == {str(staying.resolve())}
+
+
+def set_draining(cluster: Cluster, value: str) -> int:
+    body = {
+        "resources": [
+            {
+                "resource_type": 4,
+                "resource_name": "1",
+                "configs": [{"name": "log.dirs.draining", "config_operation": 0, "value": value}],
+            }
+        ],
+        "validate_only": False,
+    }
+    with cluster.connect(1) as connection:
+        response = connection.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)
+    return response.responses[0].error_code
