@@ -1,6 +1,6 @@
 """Smoke test of ``make bench``'s harness: a tiny run against both systems (single
-brokers, then 3-broker clusters, then 4-broker reassignments) writes a report with a figure of each system for every
-scenario, and its plots.
+brokers, then 3-broker clusters, then 4-broker reassignments) writes a report with a
+figure of each system for every scenario, and its plots.
 
 It asserts that the harness measures, never what it measured: no timing assertion.
 """
