@@ -1,0 +1,280 @@
+"""The reassignment planner (``tidelog.admin.planner``): property tests over random
+clusters and intents (every plan valid, rack-diverse where racks allow, balanced within
+one, and close to the lower bound of moves), and examples: the seed's racks, the issue's
+6 → 8 brokers, refusals."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tidelog.admin.planner import (
+    ClusterState,
+    Plan,
+    PlanError,
+    plan_add_brokers,
+    plan_log_dir_drain,
+    plan_rebalance_leaders,
+    plan_rebalance_replicas,
+    plan_remove_brokers,
+    plan_replication_factor,
+)
+from tidelog.controller.assignment import assign_replicas
+
+# Replica moves a plan may make beyond max(departures, arrivals): a new replica cannot
+# go to a broker that holds the partition already, so an arrival may land one above its
+# share and need one more move.
+SLACK_PER_BROKER = 1
+
+
+@st.composite
+def clusters(draw, *, racked: bool | None = None):
+    """A cluster state: 1–8 brokers (racks of equal size or none), 1–3 topics of 1–12
+    partitions, each replica set drawn at random from the brokers (not always
+    rack-diverse), sizes from 0 to 1 GiB."""
+    broker_count = draw(st.integers(1, 8))
+    brokers = list(range(1, broker_count + 1))
+    if racked is None:
+        racked = draw(st.booleans())
+    rack_count = draw(st.sampled_from([r for r in (2, 3) if broker_count % r == 0] or [1]))
+    racks = {b: f"rack-{b % rack_count}" if racked else None for b in brokers}
+    assignment, sizes = {}, {}
+    for topic in range(draw(st.integers(1, 3))):
+        rf = draw(st.integers(1, min(3, broker_count)))
+        for partition in range(draw(st.integers(1, 12))):
+            tp = (f"t{topic}", partition)
+            assignment[tp] = draw(st.permutations(brokers))[:rf]
+            sizes[tp] = draw(st.integers(0, 1 << 30))
+    return ClusterState(assignment, racks, sizes)
+
+
+def spread(counts: dict[int, int], brokers) -> int:
+    values = [counts.get(b, 0) for b in brokers]
+    return max(values) - min(values)
+
+
+def assert_valid(plan: Plan, brokers, racks, replication_factors=None) -> None:
+    """RF distinct brokers of ``brokers`` per partition, racks spread when racks allow
+    (of the partitions in ``replication_factors`` when given: the others do not move)."""
+    rack_count = len({racks[b] for b in brokers}) if all(racks[b] for b in brokers) else 0
+    assert plan.target.keys() == plan.current.keys()
+    for tp, replicas in plan.target.items():
+        wanted = (replication_factors or {}).get(tp, len(plan.current[tp]))
+        assert len(replicas) == wanted, (tp, replicas)
+        assert len(set(replicas)) == len(replicas), (tp, replicas)
+        assert set(replicas) <= set(brokers), (tp, replicas, brokers)
+        if rack_count and (replication_factors is None or tp in replication_factors):
+            assert len({racks[b] for b in replicas}) == min(len(replicas), rack_count), (
+                tp,
+                replicas,
+            )
+
+
+def assert_balanced(plan: Plan, brokers) -> None:
+    """Replicas within one; preferred leaders within one where every partition has the
+    same replication factor (with mixed factors a group of brokers can share too few
+    partitions to lead their share; the planner then evens leaderships as far as its
+    moves allow, see the planner's docstring)."""
+    assert spread(plan.replica_counts(), brokers) <= 1, plan.replica_counts()
+    if len({len(replicas) for replicas in plan.target.values()}) == 1:
+        assert spread(plan.leader_counts(), brokers) <= 1, plan.leader_counts()
+
+
+def assert_close_to_the_bound(plan: Plan, brokers) -> None:
+    """At most the slack above the bound (which a balanced result cannot beat; racks of
+    unequal sizes allow no balanced result, and the plan may move less)."""
+    assert plan.replicas_moved <= plan.lower_bound + plan.rack_repairs + SLACK_PER_BROKER * len(
+        brokers
+    ), (plan.replicas_moved, plan.lower_bound, plan.rack_repairs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(clusters(), st.integers(1, 3), st.data())
+def test_adding_brokers(state, added, data):
+    new = range(max(state.brokers) + 1, max(state.brokers) + 1 + added)
+    racked = next(iter(state.brokers.values())) is not None
+    rack_count = len(set(state.brokers.values()))
+    racks = {**state.brokers, **{b: f"rack-{b % rack_count}" if racked else None for b in new}}
+    state = ClusterState(state.assignment, racks, state.sizes)
+    # The brokers in use and the new ones: a live broker without replicas stays idle.
+    brokers = sorted({b for r in state.assignment.values() for b in r} | set(new))
+    plan = plan_add_brokers(state, new)
+    assert_valid(plan, brokers, racks)
+    if len({racks[b] for b in brokers}) == 1 or all(
+        len([b for b in brokers if racks[b] == rack]) * rack_count == len(brokers)
+        for rack in {racks[b] for b in brokers}
+    ):  # racks of equal sizes
+        assert_balanced(plan, brokers)
+        assert plan.lower_bound <= plan.replicas_moved
+    assert_close_to_the_bound(plan, brokers)
+
+
+@settings(max_examples=300, deadline=None)
+@given(clusters(), st.data())
+def test_removing_brokers(state, data):
+    largest_rf = max(len(r) for r in state.assignment.values())
+    removable = len(state.brokers) - largest_rf
+    removed = data.draw(st.sets(st.sampled_from(sorted(state.brokers)), max_size=removable))
+    staying = [b for b in state.brokers if b not in removed]
+    plan = plan_remove_brokers(state, removed)
+    assert_valid(plan, staying, state.brokers)
+    assert not any(set(r) & removed for r in plan.target.values())
+    if not next(iter(state.brokers.values())):
+        assert_balanced(plan, staying)
+    assert_close_to_the_bound(plan, staying)
+
+
+@settings(max_examples=300, deadline=None)
+@given(clusters(racked=False))
+def test_rebalancing_replicas_without_racks_is_balanced_and_near_the_bound(state):
+    plan = plan_rebalance_replicas(state)
+    assert_valid(plan, list(state.brokers), state.brokers)
+    assert_balanced(plan, list(state.brokers))
+    assert_close_to_the_bound(plan, list(state.brokers))
+    assert plan.rack_repairs == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(clusters(racked=True))
+def test_rebalancing_replicas_with_racks_spreads_every_partition(state):
+    plan = plan_rebalance_replicas(state)
+    assert_valid(plan, list(state.brokers), state.brokers)
+    assert_balanced(plan, list(state.brokers))
+    assert_close_to_the_bound(plan, list(state.brokers))
+
+
+def best_leader_spread(assignment, brokers) -> int:
+    """The smallest preferred-leader spread any choice of leaders reaches (brute force)."""
+    partitions = list(assignment.values())
+    best = math.inf
+    for leaders in itertools.product(*partitions):
+        counts = {b: 0 for b in brokers}
+        for leader in leaders:
+            counts[leader] += 1
+        best = min(best, max(counts.values()) - min(counts.values()))
+    return best
+
+
+@settings(max_examples=200, deadline=None)
+@given(clusters())
+def test_rebalancing_leaders_reorders_only_and_reaches_the_best_spread(state):
+    small = dict(itertools.islice(sorted(state.assignment.items()), 7))
+    state = ClusterState(small, state.brokers, state.sizes)
+    plan = plan_rebalance_leaders(state)
+    assert plan.replicas_moved == 0
+    assert all(set(plan.target[tp]) == set(r) for tp, r in state.assignment.items())
+    brokers = list(state.brokers)
+    assert spread(plan.leader_counts(), brokers) == best_leader_spread(small, brokers)
+
+
+@settings(max_examples=300, deadline=None)
+@given(clusters(), st.data())
+def test_changing_a_replication_factor_touches_that_topic_only(state, data):
+    rf = data.draw(st.integers(1, len(state.brokers)))
+    plan = plan_replication_factor(state, "t0", rf)
+    factors = {tp: rf for tp in state.assignment if tp[0] == "t0"}
+    assert_valid(plan, list(state.brokers), state.brokers, factors)
+    for tp, replicas in state.assignment.items():
+        if tp[0] != "t0":
+            assert plan.target[tp] == tuple(replicas)
+        elif plan.rack_repairs:
+            continue
+        elif rf >= len(replicas):
+            assert plan.target[tp][: len(replicas)] == tuple(replicas)  # appended only
+        else:
+            assert set(plan.target[tp]) < set(replicas)
+            assert plan.target[tp][0] == replicas[0]  # the preferred leader stays
+    assert plan.lower_bound <= plan.replicas_moved <= plan.lower_bound + plan.rack_repairs
+
+
+@settings(max_examples=300, deadline=None)
+@given(clusters())
+def test_plans_are_deterministic(state):
+    assert plan_rebalance_replicas(state).target == plan_rebalance_replicas(state).target
+
+
+def test_the_issue_example_moves_the_lower_bound_and_no_more():
+    """6 → 8 brokers, 1,000 partitions at RF 3: each new broker takes its 375 replicas,
+    750 moves in all, and every broker leads 125 partitions."""
+    created = assign_replicas(1000, 3, list(range(1, 7)), start_index=0)
+    state = ClusterState({("t", p): r for p, r in created.items()}, dict.fromkeys(range(1, 9)))
+    plan = plan_add_brokers(state, [7, 8])
+    assert plan.replicas_moved == plan.lower_bound == 750
+    assert set(plan.replica_counts().values()) == {375}
+    assert set(plan.leader_counts().values()) == {125}
+
+
+def test_the_seeds_racks_every_partition_survives_a_rack_going_down():
+    """Seed 000 (机架感知): brokers 0, 1, 2 in one rack and 3, 4, 5 in another. A topic
+    whose replicas all sit in the first rack gets a replica in each, so either rack
+    can go down; removing broker 3 keeps it so."""
+    racks = {0: "a", 1: "a", 2: "a", 3: "b", 4: "b", 5: "b"}
+    narrow = {("t", p): [p % 3, (p + 1) % 3] for p in range(6)}
+    plan = plan_rebalance_replicas(ClusterState(narrow, racks))
+    for replicas in plan.target.values():
+        assert {racks[b] for b in replicas} == {"a", "b"}
+    assert plan.rack_repairs == 6
+    assert_balanced(plan, list(racks))
+    after = plan_remove_brokers(ClusterState(plan.target, racks), [3])
+    for replicas in after.target.values():
+        assert {racks[b] for b in replicas} == {"a", "b"}
+        assert 3 not in replicas
+
+
+def test_the_smallest_partitions_move_first():
+    """Broker 3 joins two brokers holding a big and a small partition: the small one
+    moves."""
+    state = ClusterState(
+        {("t", 0): [1, 2], ("t", 1): [2, 1]},
+        dict.fromkeys([1, 2, 3]),
+        {("t", 0): 10 << 30, ("t", 1): 1 << 20},
+    )
+    plan = plan_add_brokers(state, [3])
+    assert plan.moves.keys() == {("t", 1)}
+    assert plan.bytes_moved == 1 << 20
+
+
+@pytest.mark.parametrize(
+    ("plan", "message"),
+    [
+        (
+            lambda s: plan_remove_brokers(s, [2, 3]),
+            "only 1 brokers would be left after removing 2,3, fewer than the replication "
+            "factor 2 of t",
+        ),
+        (lambda s: plan_remove_brokers(s, [9]), "unknown brokers: 9"),
+        (lambda s: plan_add_brokers(s, [4]), "added brokers are not live: 4"),
+        (
+            lambda s: plan_replication_factor(s, "t", 4),
+            "replication factor 4 is larger than the 3 live brokers",
+        ),
+        (lambda s: plan_replication_factor(s, "u", 2), "topic u has no partitions"),
+    ],
+)
+def test_impossible_intents_are_refused_with_one_line(plan, message):
+    state = ClusterState({("t", 0): [1, 2], ("t", 1): [2, 3]}, dict.fromkeys([1, 2, 3]))
+    with pytest.raises(PlanError, match=message):
+        plan(state)
+
+
+def test_a_log_dir_drain_goes_where_the_broker_would_place_partitions():
+    """The largest replicas go first, each to the dir with the fewest partitions, ties
+    to the most free bytes."""
+    by_dir = {
+        "/d0": [("t", 0), ("t", 1), ("t", 2)],
+        "/d1": [("t", 3)],
+        "/d2": [("t", 4)],
+    }
+    sizes = {("t", 0): 300, ("t", 1): 100, ("t", 2): 200}
+    moves = plan_log_dir_drain(by_dir, {"/d0"}, {"/d1": 1000, "/d2": 5000}, sizes)
+    assert [(m.topic_partition, m.target) for m in moves] == [
+        (("t", 0), "/d2"),
+        (("t", 2), "/d1"),
+        (("t", 1), "/d2"),
+    ]
+    with pytest.raises(PlanError, match="nowhere to move"):
+        plan_log_dir_drain(by_dir, {"/d0", "/d1", "/d2"}, {}, sizes)
