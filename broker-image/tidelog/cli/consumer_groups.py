@@ -36,6 +36,14 @@ from tidelog.admin.groups import (
     TopicPartition,
     canonical_state,
 )
+from tidelog.cli.common import (
+    CommandError,
+    Parser,
+    UsageError,
+    check_bootstrap,
+    option_name,
+    read_text,
+)
 from tidelog.cli.group_tables import (
     MISSING,
     OffsetRow,
@@ -76,28 +84,11 @@ INACTIVE_STATES = ("Empty", "Dead")
 REBALANCING_STATES = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
 
 
-class UsageError(Exception):
-    """Bad command-line input: printed as one line, exit status 1."""
-
-
-class CommandError(Exception):
-    """A failure while running a command: printed as one line, exit status 1."""
-
-
-def _opt(name: str) -> str:
-    return f"[{name.replace('_', '-')}]"
-
-
 # -- parsing ----------------------------------------------------------------------------------
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, no usage dump
-        raise UsageError(message)
-
-
-def _parser() -> _Parser:
-    p = _Parser(
+def _parser() -> Parser:
+    p = Parser(
         prog=PROG,
         description="List, describe and delete consumer groups, and reset or delete their "
         "offsets (the options of Kafka's kafka-consumer-groups.sh).",
@@ -192,16 +183,6 @@ class Options:
     timeout_ms: int = 5000
 
 
-def _check_bootstrap(value: str) -> str:
-    for address in value.split(","):
-        host, sep, port = address.strip().rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise UsageError(
-                f"Invalid --bootstrap-server {value!r}: expected HOST:PORT[,HOST:PORT...]"
-            )
-    return ",".join(a.strip() for a in value.split(","))
-
-
 def parse_args(argv: Sequence[str]) -> Options:
     """Parse and check the options as Kafka's tool does; UsageError on bad input."""
     a = _parser().parse_args(argv)
@@ -214,7 +195,7 @@ def parse_args(argv: Sequence[str]) -> Options:
     (action,) = actions
     if not a.bootstrap_server:
         raise UsageError('Missing required argument "[bootstrap-server]"')
-    bootstrap = _check_bootstrap(a.bootstrap_server)
+    bootstrap = check_bootstrap(a.bootstrap_server)
     groups = list(dict.fromkeys(a.group or []))
     topics = a.topic or []
     if groups and a.all_groups:
@@ -222,22 +203,24 @@ def parse_args(argv: Sequence[str]) -> Options:
     if groups and action == "list":
         raise UsageError("Option [group] can't be used with option [list]")
     if topics and action in ("list", "describe"):
-        raise UsageError(f"Option [topic] can't be used with option {_opt(action)}")
+        raise UsageError(f"Option [topic] can't be used with option {option_name(action)}")
     for name in ("offsets", "members", "verbose"):
         if getattr(a, name) and action != "describe":
-            raise UsageError(f"Option {_opt(name)} can only be used with [describe]")
+            raise UsageError(f"Option {option_name(name)} can only be used with [describe]")
     if a.state is not None and action not in ("describe", "list"):
         raise UsageError("Option [state] can only be used with [describe] or [list]")
     for name in RESET_ONLY:
         if _given(getattr(a, name)) and action != "reset_offsets":
-            raise UsageError(f"Option {_opt(name)} can only be used with [reset-offsets]")
+            raise UsageError(f"Option {option_name(name)} can only be used with [reset-offsets]")
     if a.timeout <= 0:
         raise UsageError(f"Option [timeout] must be positive, not {a.timeout}")
     options = Options(
         bootstrap, action, groups, a.all_groups, topics, a.all_topics, timeout_ms=a.timeout
     )
     if action in ("describe", "delete", "reset_offsets") and not groups and not a.all_groups:
-        raise UsageError(f"Option {_opt(action)} takes one of these options: [all-groups], [group]")
+        raise UsageError(
+            f"Option {option_name(action)} takes one of these options: [all-groups], [group]"
+        )
     if action == "list" and a.state is not None:
         try:
             options.list_states = [canonical_state(s) for s in a.state.split(",") if s.strip()]
@@ -290,10 +273,12 @@ def _reset_spec(a: argparse.Namespace) -> ResetSpec:
     if not given:
         raise UsageError(
             "Option [reset-offsets] requires one of the following scenarios: "
-            + ", ".join(_opt(s) for s in SCENARIOS)
+            + ", ".join(option_name(s) for s in SCENARIOS)
         )
     if len(given) > 1:
-        raise UsageError(f"Option {_opt(given[0])} can't be used with option {_opt(given[1])}")
+        raise UsageError(
+            f"Option {option_name(given[0])} can't be used with option {option_name(given[1])}"
+        )
     (scenario,) = given
     value = getattr(a, scenario)
     try:
@@ -535,11 +520,7 @@ class _Command:
 
     def read_plan(self) -> dict[str, dict[TopicPartition, int]]:
         path = self.o.from_file_path
-        try:
-            with open(path, encoding="utf-8") as file:
-                text = file.read()
-        except OSError as error:
-            raise CommandError(f"Cannot read the reset plan {path}: {error.strerror}") from None
+        text = read_text(path, "the reset plan")
         try:
             return parse_reset_file(text, self.o.groups)
         except ValueError as error:

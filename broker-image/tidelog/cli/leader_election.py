@@ -37,6 +37,7 @@ from typing import TextIO
 from tidelog.admin import AdminClient, AdminError
 from tidelog.admin.groups import TopicPartition
 from tidelog.admin.topics import ElectionType
+from tidelog.cli.common import CommandError, Parser, UsageError, check_bootstrap, read_text
 from tidelog.protocol.errors import ErrorCode, ProtocolError
 
 __all__ = [
@@ -53,21 +54,8 @@ PROG = "tidelog-leader-election"
 SCOPES = ("topic", "all-topic-partitions", "path-to-json-file")
 
 
-class UsageError(Exception):
-    """Bad command-line input: printed as one line, exit status 1."""
-
-
-class CommandError(Exception):
-    """A failure while running a command: printed as one line, exit status 1."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, no usage dump
-        raise UsageError(message)
-
-
-def _parser() -> _Parser:
-    p = _Parser(
+def _parser() -> Parser:
+    p = Parser(
         prog=PROG,
         description="Elect a new leader for a set of topic partitions: the preferred replica "
         "or, for partitions without a leader, any live one (the options of Kafka's "
@@ -81,16 +69,6 @@ def _parser() -> _Parser:
     p.add_argument("--path-to-json-file", metavar="FILE", help='{"partitions": [{"topic": ...')
     p.add_argument("--admin.config", dest="admin_config", help=argparse.SUPPRESS)
     return p
-
-
-def _check_bootstrap(value: str) -> str:
-    for address in value.split(","):
-        host, sep, port = address.strip().rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise UsageError(
-                f"Invalid --bootstrap-server {value!r}: expected HOST:PORT[,HOST:PORT...]"
-            )
-    return ",".join(a.strip() for a in value.split(","))
 
 
 @dataclass
@@ -117,7 +95,7 @@ def parse_args(argv: Sequence[str]) -> Options:
     ]
     if missing:
         raise UsageError(f"Missing required option(s): {', '.join(missing)}")
-    bootstrap = _check_bootstrap(a.bootstrap_server)
+    bootstrap = check_bootstrap(a.bootstrap_server)
     try:
         election_type = ElectionType[a.election_type.strip().upper()]
     except KeyError:
@@ -213,7 +191,7 @@ def main(
         options = parse_args(argv)
         partitions = options.partitions
         if options.json_file is not None:
-            partitions = parse_election_file(_read(options.json_file))
+            partitions = parse_election_file(read_text(options.json_file))
     except (UsageError, CommandError, ValueError) as error:
         print(f"Error: {error}", file=err)
         return 1
@@ -233,14 +211,6 @@ def main(
         print(f"Error: {failed} replica(s) could not be elected", file=err)
         return 1
     return 0
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as file:
-            return file.read()
-    except OSError as error:
-        raise CommandError(f"Cannot read {path}: {error.strerror}") from None
 
 
 if __name__ == "__main__":

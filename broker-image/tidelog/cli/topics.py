@@ -46,6 +46,7 @@ from tidelog.admin.topics import (
     OpType,
     TopicDescription,
 )
+from tidelog.cli.common import CommandError, Parser, UsageError, check_bootstrap, option_name
 from tidelog.cli.topic_tables import (
     DEFAULT_MIN_ISR,
     PartitionRow,
@@ -83,28 +84,11 @@ COLLISION_WARNING = (
 UNSUPPORTED = ("command_config", "partition_size_limit_per_response")
 
 
-class UsageError(Exception):
-    """Bad command-line input: printed as one line, exit status 1."""
-
-
-class CommandError(Exception):
-    """A failure while running a command: printed as one line, exit status 1."""
-
-
-def _opt(name: str) -> str:
-    return f"[{name.replace('_', '-')}]"
-
-
 # -- parsing ----------------------------------------------------------------------------------
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, no usage dump
-        raise UsageError(message)
-
-
-def _parser() -> _Parser:
-    p = _Parser(
+def _parser() -> Parser:
+    p = Parser(
         prog=PROG,
         description="Create, delete, describe, or change a topic (the options of Kafka's "
         "kafka-topics.sh).",
@@ -209,20 +193,12 @@ class Options:
     exclude_internal: bool = False
 
 
-def _check_bootstrap(value: str) -> str:
-    for address in value.split(","):
-        host, sep, port = address.strip().rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise UsageError(
-                f"Invalid --bootstrap-server {value!r}: expected HOST:PORT[,HOST:PORT...]"
-            )
-    return ",".join(a.strip() for a in value.split(","))
-
-
 def _refuse(a: argparse.Namespace, name: str, allowed: Sequence[str], action: str) -> None:
     value = getattr(a, name)
     if value not in (None, False) and action not in allowed:
-        raise UsageError(f"Option {_opt(name)} can't be used with option {_opt(action)}")
+        raise UsageError(
+            f"Option {option_name(name)} can't be used with option {option_name(action)}"
+        )
 
 
 def parse_args(argv: Sequence[str]) -> Options:
@@ -230,7 +206,7 @@ def parse_args(argv: Sequence[str]) -> Options:
     a = _parser().parse_args(argv)
     for name in UNSUPPORTED:
         if getattr(a, name) is not None:
-            raise UsageError(f"Option {_opt(name)} is not supported by {PROG}")
+            raise UsageError(f"Option {option_name(name)} is not supported by {PROG}")
     actions = [name for name in ACTIONS if getattr(a, name)]
     if len(actions) != 1:
         raise UsageError(
@@ -240,7 +216,7 @@ def parse_args(argv: Sequence[str]) -> Options:
     (action,) = actions
     if not a.bootstrap_server:
         raise UsageError("--bootstrap-server must be specified")
-    options = Options(_check_bootstrap(a.bootstrap_server), action)
+    options = Options(check_bootstrap(a.bootstrap_server), action)
     if action not in ("list", "describe") and a.topic is None:
         raise UsageError('Missing required argument "[topic]"')
     _refuse(a, "config", ("create", "alter"), action)
@@ -257,13 +233,13 @@ def parse_args(argv: Sequence[str]) -> Options:
     reports = tuple(name for name in REPORTS if getattr(a, name))
     if reports and a.topics_with_overrides:
         raise UsageError(
-            f"Option {_opt(reports[0])} can't be used with option [topics-with-overrides]"
+            f"Option {option_name(reports[0])} can't be used with option [topics-with-overrides]"
         )
     if action == "create" and a.replica_assignment is not None:
         for name in ("partitions", "replication_factor"):
             if getattr(a, name) is not None:
                 raise UsageError(
-                    f"Option [replica-assignment] can't be used with option {_opt(name)}"
+                    f"Option [replica-assignment] can't be used with option {option_name(name)}"
                 )
     if action == "alter" and a.partitions is None and not a.config and not a.delete_config:
         raise UsageError(

@@ -1,0 +1,54 @@
+"""What the Kafka-style command-line tools share: their two kinds of error, an argument
+parser that reports bad input as one line, and the checks and reads every tool makes.
+
+Each tool prints an error as one ``Error: ...`` line on stderr and exits with status 1,
+as Kafka's tools do (without their stack traces).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["CommandError", "Parser", "UsageError", "check_bootstrap", "option_name", "read_text"]
+
+
+class UsageError(Exception):
+    """Bad command-line input: printed as one line, exit status 1."""
+
+
+class CommandError(Exception):
+    """A failure while running a command: printed as one line, exit status 1."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a bad option is a UsageError (one line, no usage dump)."""
+
+    def error(self, message: str):
+        raise UsageError(message)
+
+
+def option_name(name: str) -> str:
+    """An argparse destination as Kafka's tools name the option: ``[bootstrap-server]``."""
+    return f"[{name.replace('_', '-')}]"
+
+
+def check_bootstrap(value: str) -> str:
+    """``--bootstrap-server``'s list of HOST:PORT, normalised; UsageError otherwise."""
+    for address in value.split(","):
+        host, sep, port = address.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UsageError(
+                f"Invalid --bootstrap-server {value!r}: expected HOST:PORT[,HOST:PORT...]"
+            )
+    return ",".join(a.strip() for a in value.split(","))
+
+
+def read_text(path: str, what: str = "") -> str:
+    """A file's text; CommandError naming ``what`` (and the file) when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read()
+    except OSError as error:
+        raise CommandError(
+            f"Cannot read {what + ' ' if what else ''}{path}: {error.strerror}"
+        ) from None
