@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from tidelog.admin.connection import BrokerConnection
 from tidelog.admin.errors import AdminError
 from tidelog.admin.groups import ConsumerGroupsMixin
+from tidelog.admin.moves import MovesMixin
 from tidelog.admin.topics import TopicsMixin
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
@@ -20,7 +21,7 @@ def _split(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-class AdminClient(ConsumerGroupsMixin, TopicsMixin):
+class AdminClient(ConsumerGroupsMixin, TopicsMixin, MovesMixin):
     """Admin calls over short-lived connections; ``timeout`` (seconds) bounds each
     socket operation and the retries of a call."""
 
