@@ -18,6 +18,7 @@ TOOLS = {
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "kafka-configs": "kafka.admin.ConfigCommand",
     "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
     "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",

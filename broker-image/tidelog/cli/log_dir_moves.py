@@ -137,7 +137,7 @@ class LogDirMoves:
                 pending += 1
                 lines.append(f"Reassignment of replica {tp}-{broker} is still in progress.")
             elif where.current == path and where.future is None:
-                lines.append(f"Reassignment of replica {tp}-{broker} is completed.")
+                lines.append(f"Reassignment of replica {tp}-{broker} completed successfully.")
             elif where.current is None:
                 lines.append(
                     f"Partition {tp} cannot be found in any live log directory on broker "

@@ -263,15 +263,17 @@ class Reassign:
         )
         moving = {tp: t.replicas for tp, t in targets.items() if t.replicas != current[tp]}
         dir_moves = LogDirMoves.of(targets)
-        self._throttle(current, moving, dir_moves)
-        if moving:
-            results = self.admin.alter_partition_reassignments(moving)
-            failed = {tp: e for tp, e in results.items() if e is not None}
-            if failed:
-                lines = [f"{tp}: {e.code.name}: {e}" for tp, e in sorted(failed.items())]
-                raise CommandError("Error reassigning partition(s):\n" + "\n".join(lines))
-            word = "reassignments" if len(moving) > 1 else "reassignment"
-            self.write(f"Successfully started partition {word} for {_names(moving)}")
+        self._throttle(current, targets, moving, dir_moves)
+        # every partition of the file, as Kafka's tool (an unchanged one completes at once)
+        results = self.admin.alter_partition_reassignments(
+            {tp: t.replicas for tp, t in targets.items()}
+        )
+        failed = {tp: e for tp, e in results.items() if e is not None}
+        if failed:
+            lines = [f"{tp}: {e.code.name}: {e}" for tp, e in sorted(failed.items())]
+            raise CommandError("Error reassigning partition(s):\n" + "\n".join(lines))
+        word = "reassignments" if len(targets) > 1 else "reassignment"
+        self.write(f"Successfully started partition {word} for {_names(targets)}")
         for tp, broker, path in dir_moves.start(self.admin, self.o.timeout_ms / 1000):
             self.write(
                 f"Successfully started moving log directory to {path} for replica {tp} "
@@ -281,7 +283,7 @@ class Reassign:
             self._wait(current, moving, dir_moves, sizes)
             self.verify(targets)
 
-    def _throttle(self, current, moving, dir_moves: LogDirMoves) -> None:
+    def _throttle(self, current, targets, moving, dir_moves: LogDirMoves) -> None:
         if self.o.throttle is None and self.o.log_dir_throttle is None:
             return
         self.write(
@@ -296,7 +298,8 @@ class Reassign:
                 rates.setdefault(broker, {}).update(
                     dict.fromkeys(BROKER_THROTTLE_RATES, self.o.throttle)
                 )
-            for topic, (leader, follower) in throttled_replicas(current, moving).items():
+            targets_replicas = {tp: t.replicas for tp, t in targets.items()}
+            for topic, (leader, follower) in throttled_replicas(current, targets_replicas).items():
                 topics[topic] = {LEADER_REPLICAS: leader, FOLLOWER_REPLICAS: follower}
         if self.o.log_dir_throttle is not None:
             for broker in dir_moves.brokers():
@@ -378,7 +381,8 @@ class Reassign:
             if failed:
                 lines = [f"{tp}: {e.code.name}: {e}" for tp, e in sorted(failed.items())]
                 raise CommandError("Error cancelling partition(s):\n" + "\n".join(lines))
-            self.write(f"Successfully cancelled partition reassignments for: {_names(ongoing)}")
+            word = "reassignments" if len(ongoing) > 1 else "reassignment"
+            self.write(f"Successfully cancelled partition {word} for: {_names(ongoing)}")
         else:
             self.write("None of the specified partition reassignments are active.")
         cancelled = LogDirMoves.of(targets).cancel(self.admin)

@@ -152,14 +152,13 @@ def throttled_replicas(
     targets: Mapping[TopicPartition, Sequence[int]],
 ) -> dict[str, tuple[str, str]]:
     """What ``--throttle`` writes per topic, as Kafka's tool does: the leader side
-    throttles the current replicas of each moving partition, the follower side the
-    replicas it adds (``partition:broker,...``)."""
+    throttles the current replicas of each partition of the file (a partition that
+    keeps its replicas too: its followers are in sync, which no throttle holds back),
+    the follower side the replicas it adds (``partition:broker,...``)."""
     leader: dict[str, list[str]] = {}
     follower: dict[str, list[str]] = {}
     for tp, replicas in sorted(targets.items()):
         before = list(current[tp])
-        if list(replicas) == before:
-            continue
         leader.setdefault(tp.topic, []).extend(f"{tp.partition}:{b}" for b in before)
         adding = [b for b in replicas if b not in before]
         follower.setdefault(tp.topic, []).extend(f"{tp.partition}:{b}" for b in adding)
