@@ -8,8 +8,24 @@ as Kafka's tools do (without their stack traces).
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import TextIO, TypeVar
 
-__all__ = ["CommandError", "Parser", "UsageError", "check_bootstrap", "option_name", "read_text"]
+from tidelog.admin import AdminError
+from tidelog.protocol.errors import ProtocolError
+
+__all__ = [
+    "CommandError",
+    "Parser",
+    "UsageError",
+    "check_bootstrap",
+    "option_name",
+    "read_text",
+    "run_tool",
+]
+
+Options = TypeVar("Options")
 
 
 class UsageError(Exception):
@@ -52,3 +68,44 @@ def read_text(path: str, what: str = "") -> str:
         raise CommandError(
             f"Cannot read {what + ' ' if what else ''}{path}: {error.strerror}"
         ) from None
+
+
+def run_tool(
+    argv: Sequence[str] | None,
+    out: TextIO | None,
+    err: TextIO | None,
+    parse: Callable[[list[str]], Options],
+    execute: Callable[[Options, TextIO, TextIO], int | None],
+    *,
+    failed_due_to: str | None = None,
+) -> int:
+    """A tool's ``main``: ``parse`` the arguments (sys.argv's by default), then
+    ``execute`` them, which returns the exit status (None: 0). Bad input and failures
+    print one ``Error: ...`` line on ``err`` and give status 1; a failure to reach or
+    use the cluster reads ``Error: <failed_due_to> failed due to <error>`` when given,
+    as Kafka's tools word it. ``--help`` gives argparse's status, Ctrl-C 130."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        options = parse(argv)
+    except (UsageError, CommandError, ValueError) as error:
+        print(f"Error: {error}", file=err)
+        return 1
+    except SystemExit as done:  # --help
+        return int(done.code or 0)
+    try:
+        status = execute(options, out, err)
+    except (CommandError, ValueError) as error:
+        print(f"Error: {error}", file=err)
+        return 1
+    except (AdminError, OSError, ProtocolError) as error:
+        print(
+            f"Error: {failed_due_to + ' failed due to ' if failed_due_to else ''}{error}", file=err
+        )
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        out.flush()
+    return status or 0

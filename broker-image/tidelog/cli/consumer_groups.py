@@ -43,6 +43,7 @@ from tidelog.cli.common import (
     check_bootstrap,
     option_name,
     read_text,
+    run_tool,
 )
 from tidelog.cli.group_tables import (
     MISSING,
@@ -66,7 +67,7 @@ from tidelog.cli.offset_reset import (
     reset_targets,
 )
 from tidelog.protocol.consumer_protocol import ConsumerProtocolError
-from tidelog.protocol.errors import ErrorCode, ProtocolError
+from tidelog.protocol.errors import ErrorCode
 
 __all__ = [
     "CommandError",
@@ -566,19 +567,7 @@ class _Command:
             raise CommandError(str(error)) from None
 
 
-def main(
-    argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
-) -> int:
-    out = sys.stdout if out is None else out
-    err = sys.stderr if err is None else err
-    argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        options = parse_args(argv)
-    except UsageError as error:
-        print(f"Error: {error}", file=err)
-        return 1
-    except SystemExit as done:  # --help
-        return int(done.code or 0)
+def _execute(options: Options, out: TextIO, err: TextIO) -> int:
     admin = AdminClient(options.bootstrap, timeout=options.timeout_ms / 1000)
     command = _Command(options, out, err, admin)
     run = {
@@ -592,12 +581,17 @@ def main(
         run()
     except CommandError as error:
         command.error(str(error))
-    except (AdminError, OSError, ConsumerProtocolError, ProtocolError) as error:
+    except ConsumerProtocolError as error:
         command.error(f"Executing consumer group command failed due to {error}")
-    except KeyboardInterrupt:
-        return 130
-    out.flush()
     return 1 if command.failed else 0
+
+
+def main(
+    argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    return run_tool(
+        argv, out, err, parse_args, _execute, failed_due_to="Executing consumer group command"
+    )
 
 
 if __name__ == "__main__":

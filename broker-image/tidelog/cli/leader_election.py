@@ -37,8 +37,15 @@ from typing import TextIO
 from tidelog.admin import AdminClient, AdminError
 from tidelog.admin.groups import TopicPartition
 from tidelog.admin.topics import ElectionType
-from tidelog.cli.common import CommandError, Parser, UsageError, check_bootstrap, read_text
-from tidelog.protocol.errors import ErrorCode, ProtocolError
+from tidelog.cli.common import (
+    CommandError,
+    Parser,
+    UsageError,
+    check_bootstrap,
+    read_text,
+    run_tool,
+)
+from tidelog.protocol.errors import ErrorCode
 
 __all__ = [
     "CommandError",
@@ -181,29 +188,16 @@ def format_results(
     return "".join(f"{line}\n" for line in lines), len(failed)
 
 
-def main(
-    argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
-) -> int:
-    out = sys.stdout if out is None else out
-    err = sys.stderr if err is None else err
-    argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        options = parse_args(argv)
-        partitions = options.partitions
-        if options.json_file is not None:
-            partitions = parse_election_file(read_text(options.json_file))
-    except (UsageError, CommandError, ValueError) as error:
-        print(f"Error: {error}", file=err)
-        return 1
-    except SystemExit as done:  # --help
-        return int(done.code or 0)
-    try:
-        results = AdminClient(options.bootstrap).elect_leaders(options.election_type, partitions)
-    except (AdminError, OSError, ProtocolError) as error:
-        print(f"Error: Leader election failed due to {error}", file=err)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+def _parse(argv: list[str]) -> tuple[Options, list[TopicPartition] | None]:
+    options = parse_args(argv)
+    if options.json_file is None:
+        return options, options.partitions
+    return options, parse_election_file(read_text(options.json_file))
+
+
+def _elect(parsed, out: TextIO, err: TextIO) -> int:
+    options, partitions = parsed
+    results = AdminClient(options.bootstrap).elect_leaders(options.election_type, partitions)
     text, failed = format_results(options.election_type, results)
     out.write(text)
     out.flush()
@@ -211,6 +205,12 @@ def main(
         print(f"Error: {failed} replica(s) could not be elected", file=err)
         return 1
     return 0
+
+
+def main(
+    argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    return run_tool(argv, out, err, _parse, _elect, failed_due_to="Leader election")
 
 
 if __name__ == "__main__":

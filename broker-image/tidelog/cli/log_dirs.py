@@ -28,15 +28,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from tidelog.admin import AdminClient, AdminError
+from tidelog.admin import AdminClient
 from tidelog.admin.groups import TopicPartition
 from tidelog.admin.moves import DRAINING_DIRS, LogDirDescription
-from tidelog.admin.planner import PlanError, plan_log_dir_drain
+from tidelog.admin.planner import plan_log_dir_drain
 from tidelog.admin.topics import ConfigResourceType
-from tidelog.cli.common import CommandError, Parser, UsageError, check_bootstrap, option_name
+from tidelog.cli.common import (
+    CommandError,
+    Parser,
+    UsageError,
+    check_bootstrap,
+    option_name,
+    run_tool,
+)
 from tidelog.cli.log_dir_moves import LogDirMoves
 from tidelog.cli.progress import format_bytes, wait_with_progress
-from tidelog.protocol.errors import ProtocolError
 
 __all__ = ["Options", "describe_json", "main", "parse_args", "summary_table"]
 
@@ -259,29 +265,10 @@ class LogDirs:
 def main(
     argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    out = sys.stdout if out is None else out
-    err = sys.stderr if err is None else err
-    argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        options = parse_args(argv)
-    except UsageError as error:
-        print(f"Error: {error}", file=err)
-        return 1
-    except SystemExit as done:  # --help
-        return int(done.code or 0)
-    command = LogDirs(AdminClient(options.bootstrap), options, out, err)
-    try:
-        getattr(command, options.action)()
-    except (CommandError, PlanError, AdminError) as error:
-        print(f"Error: {error}", file=err)
-        return 1
-    except (OSError, ProtocolError) as error:
-        print(f"Error: {type(error).__name__}: {error}", file=err)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    out.flush()
-    return 0
+    def execute(options: Options, out: TextIO, err: TextIO) -> None:
+        getattr(LogDirs(AdminClient(options.bootstrap), options, out, err), options.action)()
+
+    return run_tool(argv, out, err, parse_args, execute)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TextIO
 
-from tidelog.admin import AdminClient, AdminError
+from tidelog.admin import AdminClient
 from tidelog.admin.groups import TopicPartition
 from tidelog.admin.moves import (
     BROKER_THROTTLE_RATES,
@@ -39,7 +39,6 @@ from tidelog.admin.moves import (
 )
 from tidelog.admin.planner import (
     ClusterState,
-    PlanError,
     plan_add_brokers,
     plan_rebalance_replicas,
     plan_remove_brokers,
@@ -51,6 +50,7 @@ from tidelog.cli.common import (
     check_bootstrap,
     option_name,
     read_text,
+    run_tool,
 )
 from tidelog.cli.log_dir_moves import LogDirMoves
 from tidelog.cli.progress import format_bytes, wait_with_progress
@@ -62,7 +62,6 @@ from tidelog.cli.reassignment_file import (
     parse_topics_file,
     throttled_replicas,
 )
-from tidelog.protocol.errors import ProtocolError
 
 __all__ = ["Options", "main", "parse_args"]
 
@@ -416,28 +415,11 @@ def _names(partitions) -> str:
 def main(
     argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    out = sys.stdout if out is None else out
-    err = sys.stderr if err is None else err
-    argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        options = parse_args(argv)
-    except UsageError as error:
-        print(f"Error: {error}", file=err)
-        return 1
-    except SystemExit as done:  # --help
-        return int(done.code or 0)
-    command = Reassign(AdminClient(options.bootstrap), options, out, err)
-    try:
+    def execute(options: Options, out: TextIO, err: TextIO) -> None:
+        command = Reassign(AdminClient(options.bootstrap), options, out, err)
         getattr(command, options.action)()
-    except (CommandError, ValueError, PlanError, AdminError) as error:
-        print(f"Error: {error}", file=err)
-        return 1
-    except (OSError, ProtocolError) as error:
-        print(f"Error: {type(error).__name__}: {error}", file=err)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    return 0
+
+    return run_tool(argv, out, err, parse_args, execute)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,14 @@ from tidelog.admin.topics import (
     OpType,
     TopicDescription,
 )
-from tidelog.cli.common import CommandError, Parser, UsageError, check_bootstrap, option_name
+from tidelog.cli.common import (
+    CommandError,
+    Parser,
+    UsageError,
+    check_bootstrap,
+    option_name,
+    run_tool,
+)
 from tidelog.cli.topic_tables import (
     DEFAULT_MIN_ISR,
     PartitionRow,
@@ -55,7 +62,7 @@ from tidelog.cli.topic_tables import (
     parse_kafka_uuid,
     replication_factor,
 )
-from tidelog.protocol.errors import ErrorCode, ProtocolError
+from tidelog.protocol.errors import ErrorCode
 
 __all__ = [
     "CommandError",
@@ -444,19 +451,7 @@ def _min_isr(configs: dict[str, ConfigEntry]) -> int:
         return DEFAULT_MIN_ISR
 
 
-def main(
-    argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
-) -> int:
-    out = sys.stdout if out is None else out
-    err = sys.stderr if err is None else err
-    argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        options = parse_args(argv)
-    except UsageError as error:
-        print(f"Error: {error}", file=err)
-        return 1
-    except SystemExit as done:  # --help
-        return int(done.code or 0)
+def _execute(options: Options, out: TextIO, err: TextIO) -> int:
     command = _Command(options, out, err, AdminClient(options.bootstrap))
     run = {
         "create": command.run_create,
@@ -469,12 +464,13 @@ def main(
         run()
     except CommandError as error:
         command.error(str(error))
-    except (AdminError, OSError, ProtocolError) as error:
-        command.error(f"Executing topic command failed due to {error}")
-    except KeyboardInterrupt:
-        return 130
-    out.flush()
     return 1 if command.failed else 0
+
+
+def main(
+    argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    return run_tool(argv, out, err, parse_args, _execute, failed_due_to="Executing topic command")
 
 
 if __name__ == "__main__":
