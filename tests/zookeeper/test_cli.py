@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from tidelog.zookeeper import four_letter_word, zookeeper_libs
 from zookeeper.helpers import kazoo_session, wait_until
 
@@ -127,4 +129,38 @@ def test_missing_java_gives_one_line_and_status_1(tmp_path: Path) -> None:
     assert result.stdout == ""
     assert result.stderr == (
         "tidelog-zookeeper: no `java` found (JAVA_HOME or PATH); ZooKeeper needs Java 17\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--my-id", "1"],
+        ["--server", "1=a:2888:3888", "--server", "2=b:2888:3888"],
+        ["--server", "1=a:2888:3888", "--my-id", "3"],
+        ["--server", "one=a:2888:3888", "--my-id", "1"],
+        ["--server", "1=a:2888", "--my-id", "1"],
+    ],
+)
+def test_an_ensemble_member_is_refused_without_consistent_servers(tmp_path: Path, args) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tidelog.zookeeper.cli",
+            "--port",
+            "0",
+            "--data-dir",
+            str(tmp_path),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 2, result
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith("tidelog-zookeeper: error: ") and (
+        "--server" in error or "ID=" in error
     )

@@ -1,4 +1,5 @@
-"""``tidelog-zookeeper``: a standalone ZooKeeper server in the foreground.
+"""``tidelog-zookeeper``: a ZooKeeper server in the foreground, standalone or, with
+``--server`` for each member of an ensemble and ``--my-id``, one of the ensemble.
 
 Prints ``zookeeper ready at HOST:PORT`` once the server serves requests, then waits.
 SIGTERM or SIGINT stops the server and exits 0. Exit status 1, with one line on stderr,
@@ -47,17 +48,39 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--start-timeout", type=float, default=30.0, metavar="S", help="give up after S seconds"
     )
+    parser.add_argument(
+        "--server",
+        action="append",
+        type=_server,
+        default=[],
+        metavar="ID=HOST:PEER_PORT:ELECTION_PORT",
+        help="a member of the ensemble (repeat for each, this one included)",
+    )
+    parser.add_argument("--my-id", type=int, metavar="ID", help="this server's id in the ensemble")
     return parser
 
 
+def _server(text: str) -> tuple[int, str]:
+    number, sep, address = text.partition("=")
+    if not sep or not number.isdigit() or address.count(":") != 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not ID=HOST:PEER_PORT:ELECTION_PORT")
+    return int(number), address
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    servers = dict(args.server)
+    if bool(servers) != (args.my_id is not None) or (servers and args.my_id not in servers):
+        parser.error("an ensemble member needs --server for each member and --my-id among them")
     server = ZooKeeperServer(
         args.data_dir,
         port=args.port,
         host=args.host,
         tick_time=args.tick_time,
         max_client_cnxns=args.max_client_cnxns,
+        servers=servers or None,
+        my_id=args.my_id,
     )
     previous = {signum: signal.signal(signum, _request_stop) for signum in _STOP_SIGNALS}
     try:

@@ -1,7 +1,10 @@
-"""One Apache ZooKeeper server process, standalone, run with Java from a per-version jar cache.
+"""One Apache ZooKeeper server process, standalone or one of an ensemble, run with Java
+from a per-version jar cache.
 
 :class:`ZooKeeperServer` writes ``zoo.cfg`` into its data directory, runs
-``org.apache.zookeeper.server.ZooKeeperServerMain`` and waits until the server answers
+``org.apache.zookeeper.server.ZooKeeperServerMain`` (standalone) or, given the ensemble's
+``servers`` and its own ``my_id``, ``org.apache.zookeeper.server.quorum.QuorumPeerMain``
+(with the ``myid`` file, peers listening on all addresses), and waits until the server answers
 ``ruok`` with ``imok`` and ``srvr`` says it serves requests (its port opens before its
 data is loaded). The JVM's output goes to ``zookeeper.log`` in the data directory,
 appended across restarts. A restart keeps the data directory and the port, so connect
@@ -20,6 +23,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import NoReturn
@@ -39,6 +43,7 @@ __all__ = [
 
 LIBS_ENV_VAR = "TIDELOG_ZOOKEEPER_LIBS"
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
+QUORUM_MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 CONFIG_NAME = "zoo.cfg"
 LOG_NAME = "zookeeper.log"
 
@@ -143,7 +148,9 @@ def _properties_value(value: object) -> str:
 
 
 class ZooKeeperServer:
-    """A standalone ZooKeeper server on ``host:port`` keeping its data in ``data_dir``.
+    """A ZooKeeper server on ``host:port`` keeping its data in ``data_dir``: standalone,
+    or server ``my_id`` of the ensemble ``servers`` (id → ``host:peer-port:election-port``,
+    itself included), which serves once a quorum of them is up.
 
     ``port=0`` picks a free port at the first start and keeps it for restarts.
     Use as a context manager (start on enter, stop on exit) or call :meth:`start` and
@@ -160,7 +167,11 @@ class ZooKeeperServer:
         max_client_cnxns: int = 60,
         libs: str | os.PathLike[str] | None = None,
         java: str | None = None,
+        servers: Mapping[int, str] | None = None,
+        my_id: int | None = None,
     ) -> None:
+        if (servers is None) != (my_id is None) or (servers and my_id not in servers):
+            raise ZooKeeperError("an ensemble member needs the servers and its own id among them")
         self.data_dir = Path(data_dir).absolute()
         self.host = host
         self.tick_time = tick_time
@@ -168,6 +179,8 @@ class ZooKeeperServer:
         self._port: int | None = port or None
         self._libs = Path(libs) if libs is not None else None
         self._java = java
+        self.servers = dict(servers or {})
+        self.my_id = my_id
         self._process: subprocess.Popen[bytes] | None = None
         self._log_offset = 0  # where the current run's output starts in the log
 
@@ -204,8 +217,10 @@ class ZooKeeperServer:
     # ---------------------------------------------------------------------------------
     # Lifecycle
 
-    def start(self, timeout: float = 30.0) -> ZooKeeperServer:
-        """Start the JVM and return once the server serves requests.
+    def start(self, timeout: float = 30.0, *, wait: bool = True) -> ZooKeeperServer:
+        """Start the JVM and return once the server serves requests (with ``wait``
+        false, at once: members of an ensemble serve only together, so each is
+        launched first and waited for with :meth:`wait_until_serving`).
 
         Raises :class:`ZooKeeperSetupError` when jars or Java are missing and
         :class:`ZooKeeperStartError` when the server exits or stays silent for ``timeout``
@@ -223,7 +238,9 @@ class ZooKeeperServer:
                 self._port = _free_port(self.host)
             try:
                 self._launch(java, libs)
-                self._wait_until_serving(timeout)
+                if not wait:
+                    return self
+                self.wait_until_serving(timeout)
             except _PortTaken:
                 if attempt == attempts:
                     raise
@@ -285,12 +302,17 @@ class ZooKeeperServer:
             "admin.enableServer": "false",
             "4lw.commands.whitelist": "ruok,srvr,stat",
         }
+        if self.servers:
+            (self.data_dir / "myid").write_text(f"{self.my_id}\n")
+            settings.update({"initLimit": 10, "syncLimit": 5, "quorumListenOnAllIPs": "true"})
+            settings.update({f"server.{i}": peer for i, peer in sorted(self.servers.items())})
         lines = [f"{key}={_properties_value(value)}" for key, value in settings.items()]
         self.config_path.write_text("\n".join(["# written by tidelog-zookeeper", *lines, ""]))
 
     def _launch(self, java: str, libs: Path) -> None:
         self._write_config()
-        command = [java, *JVM_FLAGS, "-cp", f"{libs}/*", MAIN_CLASS, str(self.config_path)]
+        main_class = QUORUM_MAIN_CLASS if self.servers else MAIN_CLASS
+        command = [java, *JVM_FLAGS, "-cp", f"{libs}/*", main_class, str(self.config_path)]
         with self.log_path.open("ab") as log:
             self._log_offset = log.tell()
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
@@ -315,8 +337,11 @@ class ZooKeeperServer:
         except OSError:
             return False
 
-    def _wait_until_serving(self, timeout: float) -> None:
-        assert self._process is not None
+    def wait_until_serving(self, timeout: float = 30.0) -> None:
+        """Return once the launched server serves requests; ZooKeeperStartError (and
+        the process stopped) when it exits or stays silent for ``timeout`` seconds."""
+        if self._process is None:
+            raise ZooKeeperError("ZooKeeper is not running")
         deadline = time.monotonic() + timeout
         while True:
             status = self._process.poll()
