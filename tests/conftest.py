@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import yaml
 from kazoo.client import KazooClient
 from kubernetes import client
 
@@ -61,6 +63,21 @@ def kube_control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Con
     """etcd + kube-apiserver + kube-controller-manager; ``.kubeconfig`` logs in as admin."""
     with ControlPlane(tmp_path_factory.mktemp("kube")) as plane:
         yield plane
+
+
+@pytest.fixture(scope="session")
+def tidelog_crds(kube_control_plane: ControlPlane) -> ControlPlane:
+    """The control plane with the CRDs of ``crds/`` applied and established."""
+    crds = Path(__file__).resolve().parents[1] / "crds"
+    applied = kube_control_plane.kubectl("apply", "-f", str(crds))
+    assert applied.returncode == 0, applied.stderr
+    for path in sorted(crds.glob("*.yaml")):
+        name = yaml.safe_load(path.read_text())["metadata"]["name"]
+        waited = kube_control_plane.kubectl(
+            "wait", "--for=condition=Established", f"crd/{name}", "--timeout=30s"
+        )
+        assert waited.returncode == 0, waited.stderr
+    return kube_control_plane
 
 
 @pytest.fixture

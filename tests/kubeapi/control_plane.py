@@ -111,6 +111,17 @@ class ControlPlane:
         """A kubernetes client logged in as the admin."""
         return config.new_client_from_config(config_file=str(self.kubeconfig))
 
+    def kubectl(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+        """kubectl as the admin, its output captured as text; the caller checks the exit."""
+        return subprocess.run(
+            [find_tool("kubectl"), "--kubeconfig", str(self.kubeconfig), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
     # -- processes -------------------------------------------------------------------
 
     def _spawn(self, name: str, args: list[str]) -> None:

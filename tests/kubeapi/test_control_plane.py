@@ -51,13 +51,7 @@ WIDGET_CRD = {
 
 
 def kubectl(plane: ControlPlane, *args: str, stdin: str | None = None) -> str:
-    result = subprocess.run(
-        [find_tool("kubectl"), "--kubeconfig", str(plane.kubeconfig), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = plane.kubectl(*args, stdin=stdin)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
