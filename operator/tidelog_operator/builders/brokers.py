@@ -1,0 +1,317 @@
+"""The objects of a Cluster's brokers, built from its spec: the configuration
+(ConfigMap), the headless Service that names each broker, the bootstrap Service, a
+NodePort Service per broker for external access, the PodDisruptionBudget and the
+StatefulSet with one claim per JBOD volume.
+
+Each pod works out its own keys when it starts: ``broker.id`` is its ordinal, its
+internal listener is advertised under the headless Service, the external one (if any)
+at its node and port ``nodePortBase + id``, and ``broker.rack`` is the label
+``spec.brokers.rack.topologyKey`` of its node, which an init container reads (as
+Strimzi does). Updates are ``OnDelete``: the operator restarts brokers itself, one at a
+time (``rolling.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tidelog_operator import names
+from tidelog_operator.spec import ClusterSpec
+
+__all__ = [
+    "CONFIG_DIR",
+    "INTERNAL_LISTENER",
+    "bootstrap_address",
+    "bootstrap_service",
+    "broker_config_map",
+    "broker_keys",
+    "brokers_service",
+    "external_services",
+    "operator_keys",
+    "pod_disruption_budget",
+    "statefulset",
+]
+
+CONFIG_DIR = "/etc/tidelog/config"
+RACK_DIR = "/etc/tidelog/rack"
+INTERNAL_LISTENER = "INTERNAL"
+EXTERNAL_LISTENER = "EXTERNAL"
+EXTERNAL_PORT = 9094
+CONFIG_HASH = "tidelog.dev/config-hash"
+
+
+def bootstrap_address(spec: ClusterSpec) -> str:
+    return f"{names.bootstrap_service(spec.name)}.{spec.namespace}.svc:{names.BROKER_PORT}"
+
+
+def operator_keys(spec: ClusterSpec, zookeeper_connect: str) -> dict[str, str]:
+    """The keys the operator sets for every broker (the per-pod ones come at start)."""
+    listeners = [f"{INTERNAL_LISTENER}://0.0.0.0:{names.BROKER_PORT}"]
+    protocols = [f"{INTERNAL_LISTENER}:PLAINTEXT"]
+    if spec.brokers.external_node_port_base is not None:
+        listeners.append(f"{EXTERNAL_LISTENER}://0.0.0.0:{EXTERNAL_PORT}")
+        protocols.append(f"{EXTERNAL_LISTENER}:PLAINTEXT")
+    return {
+        "listeners": ",".join(listeners),
+        "listener.security.protocol.map": ",".join(protocols),
+        "inter.broker.listener.name": INTERNAL_LISTENER,
+        "log.dirs": ",".join(v.path for v in spec.volumes),
+        "zookeeper.connect": zookeeper_connect,
+    }
+
+
+def broker_keys(spec: ClusterSpec, zookeeper_connect: str, broker_id: int) -> dict[str, str]:
+    """Every key the operator sets, as broker ``broker_id`` ends up with them (what a
+    check of the whole configuration needs; the pods work theirs out at start)."""
+    pod = names.broker_pod(spec.name, broker_id)
+    host = f"{pod}.{names.brokers_service(spec.name)}.{spec.namespace}.svc"
+    advertised = [f"{INTERNAL_LISTENER}://{host}:{names.BROKER_PORT}"]
+    base = spec.brokers.external_node_port_base
+    if base is not None:
+        external_host = spec.brokers.external_host or "node.example"
+        advertised.append(f"{EXTERNAL_LISTENER}://{external_host}:{base + broker_id}")
+    return {
+        **operator_keys(spec, zookeeper_connect),
+        "broker.id": str(broker_id),
+        "advertised.listeners": ",".join(advertised),
+    }
+
+
+def _meta(name: str, spec: ClusterSpec, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": spec.namespace,
+        "labels": names.broker_labels(spec.name),
+        **extra,
+    }
+
+
+def broker_config_map(spec: ClusterSpec, properties: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(names.broker_config_map(spec.name), spec),
+        "data": {"server.properties": properties},
+    }
+
+
+def _port() -> dict[str, Any]:
+    return {"name": "kafka", "port": names.BROKER_PORT, "targetPort": names.BROKER_PORT}
+
+
+def brokers_service(spec: ClusterSpec) -> dict[str, Any]:
+    """Headless; names not-ready brokers too, which must find each other to become
+    ready (ZooKeeper's registrations carry these names)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(names.brokers_service(spec.name), spec),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": names.broker_labels(spec.name),
+            "ports": [_port()],
+        },
+    }
+
+
+def bootstrap_service(spec: ClusterSpec) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(names.bootstrap_service(spec.name), spec),
+        "spec": {"selector": names.broker_labels(spec.name), "ports": [_port()]},
+    }
+
+
+def external_services(spec: ClusterSpec) -> list[dict[str, Any]]:
+    """A NodePort Service per broker, none without ``spec.brokers.external``."""
+    base = spec.brokers.external_node_port_base
+    if base is None:
+        return []
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": _meta(names.broker_service(spec.name, broker_id), spec),
+            "spec": {
+                "type": "NodePort",
+                "externalTrafficPolicy": "Local",
+                "selector": {
+                    **names.broker_labels(spec.name),
+                    "statefulset.kubernetes.io/pod-name": names.broker_pod(spec.name, broker_id),
+                },
+                "ports": [
+                    {
+                        "name": "external",
+                        "port": EXTERNAL_PORT,
+                        "targetPort": EXTERNAL_PORT,
+                        "nodePort": base + broker_id,
+                    }
+                ],
+            },
+        }
+        for broker_id in range(spec.brokers.replicas)
+    ]
+
+
+def pod_disruption_budget(spec: ClusterSpec) -> dict[str, Any]:
+    """At most one broker down by choice (a drain), so that replication factor 3 with
+    ``min.insync.replicas`` 2 keeps taking writes."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": _meta(names.brokers_statefulset(spec.name), spec),
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": names.broker_labels(spec.name)}},
+    }
+
+
+def _start_script(spec: ClusterSpec) -> str:
+    """The container's shell: the per-pod keys, then the image's entrypoint."""
+    lines = [
+        "id=${HOSTNAME##*-}",
+        "export TIDELOG_CONFIG_BROKER_ID=$id",
+        "advertised=INTERNAL://${POD_NAME}.${BROKERS_SERVICE}.${POD_NAMESPACE}.svc:"
+        f"{names.BROKER_PORT}",
+    ]
+    base = spec.brokers.external_node_port_base
+    if base is not None:
+        lines.append(
+            f'advertised="$advertised,EXTERNAL://${{EXTERNAL_HOST:-$NODE_IP}}:$(({base} + id))"'
+        )
+    lines.append('export TIDELOG_CONFIG_ADVERTISED_LISTENERS="$advertised"')
+    if spec.brokers.rack_topology_key is not None:
+        lines.append(f'export TIDELOG_CONFIG_BROKER_RACK="$(cat {RACK_DIR}/rack)"')
+    lines.append(f"exec tidelog-entrypoint tidelog-server {CONFIG_DIR}/server.properties")
+    return "\n".join(lines)
+
+
+def _env(spec: ClusterSpec) -> list[dict[str, Any]]:
+    def field(name: str, path: str) -> dict[str, Any]:
+        return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+    env = [
+        field("POD_NAME", "metadata.name"),
+        field("POD_NAMESPACE", "metadata.namespace"),
+        field("NODE_IP", "status.hostIP"),
+        {"name": "BROKERS_SERVICE", "value": names.brokers_service(spec.name)},
+    ]
+    if spec.brokers.external_host:
+        env.append({"name": "EXTERNAL_HOST", "value": spec.brokers.external_host})
+    return env
+
+
+def _rack_init_container(spec: ClusterSpec) -> dict[str, Any]:
+    """Writes the node's rack label to a file the broker reads (``tidelog-node-label``,
+    with the pod's service account, which may read nodes)."""
+    return {
+        "name": "rack",
+        "image": spec.brokers.image,
+        "imagePullPolicy": spec.brokers.image_pull_policy,
+        "command": [
+            "tidelog-node-label",
+            "--node",
+            "$(NODE_NAME)",
+            "--label",
+            spec.brokers.rack_topology_key,
+            "--output",
+            f"{RACK_DIR}/rack",
+        ],
+        "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+        "volumeMounts": [{"name": "rack", "mountPath": RACK_DIR}],
+    }
+
+
+def _claim(spec: ClusterSpec, volume) -> dict[str, Any]:
+    claim: dict[str, Any] = {
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": volume.size}},
+    }
+    if volume.storage_class:
+        claim["storageClassName"] = volume.storage_class
+    if volume.selector:
+        claim["selector"] = {"matchLabels": dict(volume.selector)}
+    return {
+        "metadata": {"name": volume.claim, "labels": names.broker_labels(spec.name)},
+        "spec": claim,
+    }
+
+
+def statefulset(spec: ClusterSpec, config_hash: str, service_account: str) -> dict[str, Any]:
+    """The brokers. ``config_hash`` (of their server.properties) marks the pod template,
+    so that a config change makes the roll restart them; ``service_account`` may read
+    nodes (the rack)."""
+    labels = names.broker_labels(spec.name)
+    volume_mounts = [{"name": v.claim, "mountPath": v.path} for v in spec.volumes]
+    volume_mounts.append({"name": "config", "mountPath": CONFIG_DIR})
+    volumes: list[dict[str, Any]] = [
+        {"name": "config", "configMap": {"name": names.broker_config_map(spec.name)}}
+    ]
+    init_containers = []
+    if spec.brokers.rack_topology_key is not None:
+        volumes.append({"name": "rack", "emptyDir": {}})
+        volume_mounts.append({"name": "rack", "mountPath": RACK_DIR})
+        init_containers.append(_rack_init_container(spec))
+    ports = [{"name": "kafka", "containerPort": names.BROKER_PORT}]
+    if spec.brokers.external_node_port_base is not None:
+        ports.append({"name": "external", "containerPort": EXTERNAL_PORT})
+    container = {
+        "name": "broker",
+        "image": spec.brokers.image,
+        "imagePullPolicy": spec.brokers.image_pull_policy,
+        "command": ["sh", "-c", _start_script(spec)],
+        "env": _env(spec),
+        "ports": ports,
+        "readinessProbe": {
+            "exec": {"command": ["tidelog-healthcheck", "@/tmp/tidelog-healthcheck.args"]},
+            "periodSeconds": 5,
+            "timeoutSeconds": 10,
+        },
+        "volumeMounts": volume_mounts,
+    }
+    if spec.brokers.resources:
+        container["resources"] = dict(spec.brokers.resources)
+    pod_spec: dict[str, Any] = {
+        "serviceAccountName": service_account,
+        # the image runs as uid 1001; the volumes' files become its group's
+        "securityContext": {"runAsNonRoot": True, "fsGroup": 1001},
+        "terminationGracePeriodSeconds": spec.brokers.termination_grace_period_seconds,
+        "affinity": {
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "podAffinityTerm": {
+                            "topologyKey": "kubernetes.io/hostname",
+                            "labelSelector": {"matchLabels": labels},
+                        },
+                    }
+                ]
+            }
+        },
+        "containers": [container],
+        "volumes": volumes,
+    }
+    if init_containers:
+        pod_spec["initContainers"] = init_containers
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": _meta(names.brokers_statefulset(spec.name), spec),
+        "spec": {
+            "serviceName": names.brokers_service(spec.name),
+            "replicas": spec.brokers.replicas,
+            "podManagementPolicy": "Parallel",
+            "updateStrategy": {"type": "OnDelete"},
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels, "annotations": {CONFIG_HASH: config_hash}},
+                "spec": pod_spec,
+            },
+            "volumeClaimTemplates": [_claim(spec, v) for v in spec.volumes],
+            "persistentVolumeClaimRetentionPolicy": {
+                "whenDeleted": spec.claim_retention,
+                "whenScaled": spec.claim_retention,
+            },
+        },
+    }

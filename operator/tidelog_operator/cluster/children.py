@@ -1,0 +1,43 @@
+"""Everything a Cluster should have, from its spec alone: ZooKeeper (unless external),
+the brokers' configuration, Services, disruption budget and StatefulSet, and the
+outcome of the config check (``ConfigValid``)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from tidelog_operator.broker_config import CheckedConfig, check_config, server_properties
+from tidelog_operator.builders import brokers, zookeeper
+from tidelog_operator.spec import ClusterSpec
+
+__all__ = ["Children", "desired_children"]
+
+
+@dataclass(frozen=True)
+class Children:
+    objects: list[dict[str, Any]]
+    config: CheckedConfig
+    config_hash: str
+
+
+def desired_children(spec: ClusterSpec, service_account: str) -> Children:
+    """The namespaced objects of the Cluster, in the order they are applied."""
+    connect = zookeeper.connect_string(spec)
+    checked = check_config(spec.brokers.config, brokers.broker_keys(spec, connect, 0))
+    properties = server_properties(brokers.operator_keys(spec, connect), checked.accepted)
+    config_hash = hashlib.sha256(properties.encode()).hexdigest()[:16]
+    objects: list[dict[str, Any]] = []
+    ensemble = zookeeper.zookeeper_statefulset(spec, spec.brokers.image)
+    if ensemble is not None:
+        objects += [zookeeper.zookeeper_service(spec), ensemble]
+    objects += [
+        brokers.broker_config_map(spec, properties),
+        brokers.brokers_service(spec),
+        brokers.bootstrap_service(spec),
+        *brokers.external_services(spec),
+        brokers.pod_disruption_budget(spec),
+        brokers.statefulset(spec, config_hash, service_account),
+    ]
+    return Children(objects, checked, config_hash)

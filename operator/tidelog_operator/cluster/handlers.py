@@ -1,0 +1,74 @@
+"""kopf handlers of Cluster: a few lines each over the builders and the observer.
+
+* create, spec update, resume: apply the children (owned by the Cluster, so deleting it
+  deletes them), and record the config check (``ConfigValid``, and a Warning event
+  naming refused keys);
+* every ``OBSERVE_INTERVAL_S``: observe pods and brokers and write the status (only
+  when it changes).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import kopf
+
+from tidelog_operator import conditions, kube
+from tidelog_operator.cluster.children import desired_children
+from tidelog_operator.cluster.observe import cluster_status, observe
+from tidelog_operator.conditions import Reason
+from tidelog_operator.names import GROUP, VERSION
+from tidelog_operator.spec import parse_cluster
+
+__all__ = ["OBSERVE_INTERVAL_S"]
+
+OBSERVE_INTERVAL_S = 10.0
+BROKER_SERVICE_ACCOUNT = "default"
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@kopf.on.resume(GROUP, VERSION, "clusters")
+@kopf.on.create(GROUP, VERSION, "clusters")
+@kopf.on.update(GROUP, VERSION, "clusters", field="spec")
+def reconcile_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, **_: Any) -> None:
+    parsed = parse_cluster(name, namespace, spec)
+    children = desired_children(parsed, BROKER_SERVICE_ACCOUNT)
+    for obj in children.objects:
+        kopf.adopt(obj, owner=body)
+        kube.apply(kube.api(), obj)
+    checked = children.config
+    if not checked.valid:
+        kopf.warn(body, reason=Reason.INVALID_CONFIG, message=f"not applied: {checked.message()}")
+    generation = meta.get("generation")
+
+    def record(status: dict[str, Any]) -> dict[str, Any]:
+        found = conditions.set_condition(
+            status.get("conditions", []),
+            conditions.CONFIG_VALID,
+            checked.valid,
+            Reason.CONFIG_APPLIED if checked.valid else Reason.INVALID_CONFIG,
+            "every key applied" if checked.valid else f"not applied: {checked.message()}",
+            generation=generation,
+            now=now(),
+        )
+        return {**status, "conditions": found}
+
+    kube.patch_status(kube.api(), "clusters", namespace, name, record)
+
+
+@kopf.timer(GROUP, VERSION, "clusters", interval=OBSERVE_INTERVAL_S, initial_delay=1)
+def observe_cluster(name: str, namespace: str, spec: Any, meta: Any, **_: Any) -> None:
+    parsed = parse_cluster(name, namespace, spec)
+    seen = observe(kube.api(), parsed)
+    generation = meta.get("generation")
+    kube.patch_status(
+        kube.api(),
+        "clusters",
+        namespace,
+        name,
+        lambda status: cluster_status(status, seen, parsed, generation=generation, now=now()),
+    )

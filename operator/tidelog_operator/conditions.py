@@ -1,0 +1,136 @@
+"""The conditions the operator sets on its resources, their reasons, and the pure
+function that sets one (Kubernetes' convention: ``lastTransitionTime`` moves only when
+the status does).
+
+Cluster:
+
+* ``Ready``: every broker answers and no partition is offline. False with
+  ``BrokersNotReady`` (how many answer), ``ZooKeeperNotReady``, ``PartitionsOffline``.
+* ``Progressing``: the operator is changing something. True with ``Creating``,
+  ``RollingRestart`` (which broker, and what it waits for), ``Scaling``; False with
+  ``Idle``.
+* ``Degraded``: something is wrong that needs a person. True with
+  ``UnderReplicated`` (partitions whose ISR is short), ``LogDirOffline`` (which broker
+  and dir); False with ``Healthy``.
+* ``ConfigValid``: every key of ``spec.brokers.config`` is applied. False with
+  ``InvalidConfig`` naming the keys left out and why.
+
+Topic:
+
+* ``Ready``: the topic exists as written. False with ``ClusterNotFound``,
+  ``CreateFailed``, ``NotOwned`` (a topic of that name exists that is not ours),
+  ``PartitionsDecreaseRefused`` (partitions never shrink), ``ReplicationFactorRefused``;
+  True with ``Synced``.
+* ``Progressing``: a replication-factor change moving replicas (``Reassigning``).
+
+ConsumerGroup:
+
+* ``Ready``: the group's state and lag are known (``Observed``), or not
+  (``ClusterNotFound``, ``GroupUnreachable``).
+* ``ResetPending``: a reset waits for the group to have no members
+  (``WaitingForMembersToLeave``); False with ``Applied`` once done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "CONFIG_VALID",
+    "DEGRADED",
+    "PROGRESSING",
+    "READY",
+    "RESET_PENDING",
+    "Reason",
+    "condition_status",
+    "set_condition",
+]
+
+READY = "Ready"
+PROGRESSING = "Progressing"
+DEGRADED = "Degraded"
+CONFIG_VALID = "ConfigValid"
+RESET_PENDING = "ResetPending"
+
+
+class Reason:
+    """Every reason the operator gives, one CamelCase word each."""
+
+    # Cluster
+    BROKERS_NOT_READY = "BrokersNotReady"
+    ZOOKEEPER_NOT_READY = "ZooKeeperNotReady"
+    PARTITIONS_OFFLINE = "PartitionsOffline"
+    ALL_BROKERS_READY = "AllBrokersReady"
+    CREATING = "Creating"
+    ROLLING_RESTART = "RollingRestart"
+    SCALING = "Scaling"
+    IDLE = "Idle"
+    UNDER_REPLICATED = "UnderReplicated"
+    LOG_DIR_OFFLINE = "LogDirOffline"
+    HEALTHY = "Healthy"
+    INVALID_CONFIG = "InvalidConfig"
+    CONFIG_APPLIED = "ConfigApplied"
+    # Topic
+    CLUSTER_NOT_FOUND = "ClusterNotFound"
+    CREATE_FAILED = "CreateFailed"
+    NOT_OWNED = "NotOwned"
+    PARTITIONS_DECREASE_REFUSED = "PartitionsDecreaseRefused"
+    REPLICATION_FACTOR_REFUSED = "ReplicationFactorRefused"
+    SYNCED = "Synced"
+    REASSIGNING = "Reassigning"
+    # ConsumerGroup
+    OBSERVED = "Observed"
+    GROUP_UNREACHABLE = "GroupUnreachable"
+    WAITING_FOR_MEMBERS_TO_LEAVE = "WaitingForMembersToLeave"
+    APPLIED = "Applied"
+
+
+def set_condition(
+    conditions: Sequence[Mapping[str, Any]],
+    type_: str,
+    status: bool,
+    reason: str,
+    message: str,
+    *,
+    generation: int | None,
+    now: str,
+) -> list[dict[str, Any]]:
+    """``conditions`` with ``type_`` set (added, or replaced keeping its transition time
+    when its status is unchanged); the others as they are, in their order."""
+    text = "True" if status else "False"
+    out = []
+    found = False
+    for existing in conditions:
+        if existing.get("type") != type_:
+            out.append(dict(existing))
+            continue
+        found = True
+        moved = existing.get("status") != text
+        out.append(
+            {
+                "type": type_,
+                "status": text,
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": now if moved else existing.get("lastTransitionTime", now),
+                "observedGeneration": generation,
+            }
+        )
+    if not found:
+        out.append(
+            {
+                "type": type_,
+                "status": text,
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": now,
+                "observedGeneration": generation,
+            }
+        )
+    return out
+
+
+def condition_status(conditions: Sequence[Mapping[str, Any]], type_: str) -> str | None:
+    """ "True", "False", "Unknown", or None when the condition is not set."""
+    return next((c.get("status") for c in conditions if c.get("type") == type_), None)

@@ -1,0 +1,85 @@
+"""The names of everything the operator makes for a Cluster, and the labels that find
+them. One place, so that builders, handlers and tests agree."""
+
+from __future__ import annotations
+
+__all__ = [
+    "BROKER_PORT",
+    "GROUP",
+    "VERSION",
+    "ZOOKEEPER_CLIENT_PORT",
+    "bootstrap_service",
+    "broker_config_map",
+    "broker_labels",
+    "broker_pod",
+    "broker_service",
+    "brokers_service",
+    "brokers_statefulset",
+    "cluster_labels",
+    "zookeeper_labels",
+    "zookeeper_service",
+    "zookeeper_statefulset",
+]
+
+GROUP = "tidelog.dev"
+VERSION = "v1alpha1"
+BROKER_PORT = 9092
+ZOOKEEPER_CLIENT_PORT = 2181
+ZOOKEEPER_PEER_PORT = 2888
+ZOOKEEPER_ELECTION_PORT = 3888
+CLUSTER_LABEL = "tidelog.dev/cluster"
+COMPONENT_LABEL = "app.kubernetes.io/component"
+
+
+def cluster_labels(cluster: str) -> dict[str, str]:
+    """What every object of a Cluster carries."""
+    return {
+        "app.kubernetes.io/name": "tidelog",
+        "app.kubernetes.io/instance": cluster,
+        "app.kubernetes.io/managed-by": "tidelog-operator",
+        CLUSTER_LABEL: cluster,
+    }
+
+
+def broker_labels(cluster: str) -> dict[str, str]:
+    return {**cluster_labels(cluster), COMPONENT_LABEL: "broker"}
+
+
+def zookeeper_labels(cluster: str) -> dict[str, str]:
+    return {**cluster_labels(cluster), COMPONENT_LABEL: "zookeeper"}
+
+
+def brokers_statefulset(cluster: str) -> str:
+    return f"{cluster}-broker"
+
+
+def broker_pod(cluster: str, broker_id: int) -> str:
+    """Broker ``broker_id`` is the pod of that ordinal."""
+    return f"{brokers_statefulset(cluster)}-{broker_id}"
+
+
+def brokers_service(cluster: str) -> str:
+    """The headless Service that gives each broker its stable name."""
+    return f"{cluster}-brokers"
+
+
+def bootstrap_service(cluster: str) -> str:
+    return f"{cluster}-bootstrap"
+
+
+def broker_service(cluster: str, broker_id: int) -> str:
+    """A broker's own NodePort Service (external access)."""
+    return f"{broker_pod(cluster, broker_id)}-external"
+
+
+def broker_config_map(cluster: str) -> str:
+    return f"{cluster}-broker-config"
+
+
+def zookeeper_statefulset(cluster: str) -> str:
+    return f"{cluster}-zookeeper"
+
+
+def zookeeper_service(cluster: str) -> str:
+    """The headless Service of the ensemble (peers and clients)."""
+    return f"{cluster}-zookeeper"

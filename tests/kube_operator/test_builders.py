@@ -1,0 +1,170 @@
+"""The operator's pure builders and its broker-config check: a Cluster's spec in, the
+objects (or the refusals) out. The objects themselves meet a real API server in
+tests/kube_operator/test_cluster_children.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from tidelog_operator.broker_config import check_config, server_properties
+from tidelog_operator.builders import brokers, storage, zookeeper
+from tidelog_operator.spec import parse_cluster
+
+VOLUMES = {
+    "storage": {"volumes": [{"id": 1, "size": "2Gi", "class": "fast"}, {"id": 0, "size": "1Gi"}]}
+}
+LOCAL = {"storage": {"local": {"disks": ["/mnt/disks/0", "/mnt/disks/1"], "size": "1Gi"}}}
+
+
+def cluster(spec: dict, name: str = "events", namespace: str = "prod"):
+    return parse_cluster(name, namespace, spec)
+
+
+def test_the_spec_defaults_are_the_crds():
+    spec = cluster(VOLUMES)
+    assert (spec.brokers.replicas, spec.zookeeper.replicas, spec.claim_retention) == (
+        3,
+        3,
+        "Retain",
+    )
+    assert [v.id for v in spec.volumes] == [0, 1]
+    assert [v.path for v in spec.volumes] == ["/var/lib/tidelog/data-0", "/var/lib/tidelog/data-1"]
+
+
+def test_each_volume_is_a_claim_template_mounted_as_a_log_dir():
+    spec = cluster(VOLUMES)
+    keys = brokers.operator_keys(spec, "zk:2181")
+    assert keys["log.dirs"] == "/var/lib/tidelog/data-0,/var/lib/tidelog/data-1"
+    built = brokers.statefulset(spec, "hash-1", "tidelog-broker")
+    templates = built["spec"]["volumeClaimTemplates"]
+    assert [t["metadata"]["name"] for t in templates] == ["data-0", "data-1"]
+    assert templates[1]["spec"]["storageClassName"] == "fast"
+    assert "storageClassName" not in templates[0]["spec"]  # the cluster's default class
+    assert templates[0]["spec"]["resources"]["requests"]["storage"] == "1Gi"
+    (container,) = built["spec"]["template"]["spec"]["containers"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts["data-1"] == "/var/lib/tidelog/data-1"
+    assert built["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    assert built["spec"]["template"]["metadata"]["annotations"] == {
+        "tidelog.dev/config-hash": "hash-1"
+    }
+    assert built["spec"]["persistentVolumeClaimRetentionPolicy"]["whenScaled"] == "Retain"
+
+
+def test_a_broker_learns_its_id_and_names_at_start():
+    spec = cluster(
+        {
+            **VOLUMES,
+            "brokers": {"external": {"nodePortBase": 31000}, "rack": {"topologyKey": "zone"}},
+        }
+    )
+    built = brokers.statefulset(spec, "h", "sa")
+    pod = built["spec"]["template"]["spec"]
+    script = pod["containers"][0]["command"][2]
+    assert "export TIDELOG_CONFIG_BROKER_ID=$id" in script
+    assert "INTERNAL://${POD_NAME}.${BROKERS_SERVICE}.${POD_NAMESPACE}.svc:9092" in script
+    assert "EXTERNAL://${EXTERNAL_HOST:-$NODE_IP}:$((31000 + id))" in script
+    assert 'TIDELOG_CONFIG_BROKER_RACK="$(cat /etc/tidelog/rack/rack)"' in script
+    assert script.endswith(
+        "exec tidelog-entrypoint tidelog-server /etc/tidelog/config/server.properties"
+    )
+    (init,) = pod["initContainers"]
+    assert init["command"][:5] == [
+        "tidelog-node-label",
+        "--node",
+        "$(NODE_NAME)",
+        "--label",
+        "zone",
+    ]
+    keys = brokers.operator_keys(spec, "zk:2181")
+    assert keys["listeners"] == "INTERNAL://0.0.0.0:9092,EXTERNAL://0.0.0.0:9094"
+    assert keys["listener.security.protocol.map"] == "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT"
+    ports = [s["spec"]["ports"][0]["nodePort"] for s in brokers.external_services(spec)]
+    assert ports == [31000, 31001, 31002]
+
+
+def test_services_and_the_disruption_budget():
+    spec = cluster(VOLUMES)
+    headless = brokers.brokers_service(spec)
+    assert headless["spec"]["clusterIP"] == "None" and headless["spec"]["publishNotReadyAddresses"]
+    assert brokers.bootstrap_address(spec) == "events-bootstrap.prod.svc:9092"
+    assert brokers.pod_disruption_budget(spec)["spec"]["maxUnavailable"] == 1
+    assert brokers.external_services(spec) == []
+    assert "initContainers" not in brokers.statefulset(spec, "h", "sa")["spec"]["template"]["spec"]
+
+
+def test_zookeeper_is_an_ensemble_of_ours_or_an_external_one():
+    spec = cluster(VOLUMES)
+    assert zookeeper.connect_string(spec) == ",".join(
+        f"events-zookeeper-{i}.events-zookeeper.prod.svc:2181" for i in range(3)
+    )
+    built = zookeeper.zookeeper_statefulset(spec, "tidelog-broker:1")
+    command = built["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    assert "--server 2=events-zookeeper-1.events-zookeeper.prod.svc:2888:3888" in command
+    assert "--my-id $(( ${HOSTNAME##*-} + 1 ))" in command
+    single = cluster({**VOLUMES, "zookeeper": {"replicas": 1}})
+    assert (
+        "--my-id"
+        not in zookeeper.zookeeper_statefulset(single, "i")["spec"]["template"]["spec"][
+            "containers"
+        ][0]["command"][2]
+    )
+    external = cluster({**VOLUMES, "zookeeper": {"connect": "zk-a:2181,zk-b:2181/tidelog"}})
+    assert zookeeper.connect_string(external) == "zk-a:2181,zk-b:2181/tidelog"
+    assert zookeeper.zookeeper_statefulset(external, "i") is None
+
+
+def test_local_disks_become_volumes_per_node_that_claims_select():
+    spec = cluster(LOCAL)
+    volumes = storage.local_volumes(spec, ["worker-b", "worker-a"])
+    assert [v["metadata"]["name"] for v in volumes] == [
+        "tidelog-prod-events-worker-a-0",
+        "tidelog-prod-events-worker-a-1",
+        "tidelog-prod-events-worker-b-0",
+        "tidelog-prod-events-worker-b-1",
+    ]
+    second = volumes[1]
+    assert second["spec"]["local"]["path"] == "/mnt/disks/1"
+    assert second["spec"]["storageClassName"] == "tidelog-local"
+    affinity = second["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]
+    assert affinity["matchExpressions"][0]["values"] == ["worker-a"]
+    templates = brokers.statefulset(spec, "h", "sa")["spec"]["volumeClaimTemplates"]
+    selector = templates[1]["spec"]["selector"]["matchLabels"]
+    assert all(second["metadata"]["labels"][k] == v for k, v in selector.items())
+    assert selector["tidelog.dev/disk"] == "1"
+    long_name = storage.local_volume_name(cluster(LOCAL, name="x" * 250), "node", 0)
+    assert len(long_name) == 253
+    wipe = storage.wipe_pod(second, "tidelog-system", "tidelog-broker:1")
+    assert wipe["spec"]["nodeName"] == "worker-a"
+    assert wipe["spec"]["volumes"][0]["hostPath"]["path"] == "/mnt/disks/1"
+    assert "lost+found" in wipe["spec"]["containers"][0]["command"]
+
+
+@pytest.mark.parametrize(
+    ("config", "refused"),
+    [
+        ({"min.insync.replicas": 2, "auto.create.topics.enable": "false"}, {}),
+        ({"no.such.key": "1"}, {"no.such.key": "not a broker config"}),
+        ({"log.dirs": "/tmp/x"}, {"log.dirs": "set by the operator"}),
+        ({"broker.id": 7}, {"broker.id": "set by the operator"}),
+        ({"num.io.threads": "many"}, {"num.io.threads": "'many' is not a valid int"}),
+        ({"log.cleaner.enable": "maybe"}, {"log.cleaner.enable": "'maybe' is not true or false"}),
+    ],
+)
+def test_broker_config_is_checked_against_the_brokers_table(config, refused):
+    keys = brokers.broker_keys(cluster(VOLUMES), "zk:2181", 0)
+    checked = check_config(config, keys)
+    assert checked.refused == refused
+    assert set(checked.accepted) == set(config) - set(refused)
+
+
+def test_a_set_the_broker_would_refuse_is_refused_whole():
+    keys = brokers.broker_keys(cluster(VOLUMES), "zk:2181", 0)
+    checked = check_config({"message.max.bytes": "200000000", "num.io.threads": "4"}, keys)
+    assert checked.accepted == {}
+    assert "message.max.bytes cannot exceed socket.request.max.bytes" in checked.message()
+
+
+def test_server_properties_hold_the_operators_keys_then_the_users():
+    text = server_properties({"log.dirs": "/d0"}, {"min.insync.replicas": "2"})
+    assert text.splitlines()[1:] == ["log.dirs=/d0", "min.insync.replicas=2"]

@@ -1,0 +1,142 @@
+"""The operator, run in this process with kopf, against a real API server: a Cluster
+gets its children (owned by it, so that deleting it collects them), its ConfigValid
+condition and a Warning event naming refused keys, and a status reporting brokers that
+are not ready (no kubelet runs here: pods stay Pending). Fixing the config rolls the
+config hash into the brokers' pod template."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kopf.testing import KopfRunner
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from integration.cluster import wait_until
+from kubeapi.control_plane import ControlPlane
+
+GROUP, VERSION = "tidelog.dev", "v1alpha1"
+
+
+@pytest.fixture
+def operator(tidelog_crds: ControlPlane, kube_namespace: str, monkeypatch) -> Iterator[None]:
+    """The operator watching the test's namespace, logged in with the admin kubeconfig."""
+    monkeypatch.setenv("KUBECONFIG", str(tidelog_crds.kubeconfig))
+    from tidelog_operator import kube
+
+    kube.api.cache_clear()
+    args = ["run", "--standalone", "--namespace", kube_namespace, "-m", "tidelog_operator.handlers"]
+    with KopfRunner(args, timeout=60) as runner:
+        yield
+    assert runner.exit_code == 0, runner.output
+    kube.api.cache_clear()
+
+
+def found(read, *args):
+    """What ``read(*args)`` returns, None while it is not there."""
+    try:
+        return read(*args)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def custom(api: client.ApiClient) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(api)
+
+
+def condition(obj: dict, type_: str) -> dict | None:
+    return next(
+        (c for c in obj.get("status", {}).get("conditions", []) if c["type"] == type_), None
+    )
+
+
+def test_a_cluster_gets_its_children_conditions_and_status(operator, kube_api, kube_namespace):
+    ns = kube_namespace
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Cluster",
+        "metadata": {"name": "events"},
+        "spec": {
+            "brokers": {"replicas": 3, "config": {"min.insync.replicas": 2, "no.such.key": "x"}},
+            "storage": {"volumes": [{"id": 0, "size": "1Gi"}, {"id": 1, "size": "1Gi"}]},
+        },
+    }
+    created = custom(kube_api).create_namespaced_custom_object(GROUP, VERSION, ns, "clusters", body)
+    uid = created["metadata"]["uid"]
+    apps, core = client.AppsV1Api(kube_api), client.CoreV1Api(kube_api)
+    brokers = wait_until(
+        lambda: found(apps.read_namespaced_stateful_set, "events-broker", ns),
+        "the brokers' StatefulSet",
+    )
+    assert brokers.spec.replicas == 3
+    assert [t.metadata.name for t in brokers.spec.volume_claim_templates] == ["data-0", "data-1"]
+    assert brokers.metadata.owner_references[0].uid == uid
+    zookeeper = apps.read_namespaced_stateful_set("events-zookeeper", ns)
+    assert zookeeper.spec.replicas == 3 and zookeeper.metadata.owner_references[0].uid == uid
+    properties = core.read_namespaced_config_map("events-broker-config", ns).data[
+        "server.properties"
+    ]
+    assert "min.insync.replicas=2" in properties and "no.such.key" not in properties
+    assert "log.dirs=/var/lib/tidelog/data-0,/var/lib/tidelog/data-1" in properties
+    services = {s.metadata.name for s in core.list_namespaced_service(ns).items}
+    assert {"events-brokers", "events-bootstrap", "events-zookeeper"} <= services
+    budget = client.PolicyV1Api(kube_api).read_namespaced_pod_disruption_budget("events-broker", ns)
+    assert budget.spec.max_unavailable == 1
+
+    def status_reported() -> dict | None:
+        current = custom(kube_api).get_namespaced_custom_object(
+            GROUP, VERSION, ns, "clusters", "events"
+        )
+        return (
+            current if condition(current, "Ready") and condition(current, "ConfigValid") else None
+        )
+
+    reported = wait_until(status_reported, "the Cluster's status")
+    valid = condition(reported, "ConfigValid")
+    assert (valid["status"], valid["reason"]) == ("False", "InvalidConfig")
+    assert "no.such.key: not a broker config" in valid["message"]
+    ready = condition(reported, "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "ZooKeeperNotReady")
+    assert reported["status"]["readyBrokers"] == 0
+    assert reported["status"]["bootstrap"] == f"events-bootstrap.{ns}.svc:9092"
+    events = core.list_namespaced_event(ns, field_selector="involvedObject.name=events").items
+    assert any(e.type == "Warning" and e.reason == "InvalidConfig" for e in events)
+
+    # a fixed config, with a key more, is applied: the ConfigMap and the pods' hash change
+    before = brokers.spec.template.metadata.annotations["tidelog.dev/config-hash"]
+    custom(kube_api).patch_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        ns,
+        "clusters",
+        "events",
+        {"spec": {"brokers": {"config": {"no.such.key": None, "num.io.threads": 4}}}},
+    )
+
+    def config_applied() -> bool:
+        current = custom(kube_api).get_namespaced_custom_object(
+            GROUP, VERSION, ns, "clusters", "events"
+        )
+        return (condition(current, "ConfigValid") or {}).get("status") == "True"
+
+    wait_until(config_applied, "ConfigValid true")
+    after = apps.read_namespaced_stateful_set("events-broker", ns)
+    assert after.spec.template.metadata.annotations["tidelog.dev/config-hash"] != before
+    properties = core.read_namespaced_config_map("events-broker-config", ns).data[
+        "server.properties"
+    ]
+    assert "num.io.threads=4" in properties
+
+    custom(kube_api).delete_namespaced_custom_object(GROUP, VERSION, ns, "clusters", "events")
+
+    def collected() -> bool:
+        try:
+            apps.read_namespaced_stateful_set("events-broker", ns)
+        except ApiException as error:
+            return error.status == 404
+        return False
+
+    wait_until(collected, "the children collected with the Cluster", timeout=60)
