@@ -1,34 +1,10 @@
-"""Every handler of the operator, and its kopf settings: importing this module is
-what ``kopf run -m tidelog_operator.handlers`` (``python -m tidelog_operator``) does.
-
-Handler progress and the last handled spec live in annotations under ``tidelog.dev/``
-(the statuses' schemas hold only what the operator reports); events are posted for
-warnings and what the operator did.
-"""
+"""Every handler of the operator: importing this module is what
+``kopf run -m tidelog_operator.handlers`` (``python -m tidelog_operator``) does."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import kopf
-
+from tidelog_operator import settings
 from tidelog_operator.cluster import handlers as cluster_handlers
-from tidelog_operator.names import GROUP
+from tidelog_operator.topic import handlers as topic_handlers
 
-__all__ = ["cluster_handlers", "configure", "login"]
-
-
-@kopf.on.login()
-def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-    """The pod's service account, else the kubeconfig (as the API client does)."""
-    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
-
-
-@kopf.on.startup()
-def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=GROUP, key="last-handled-configuration"
-    )
-    settings.persistence.finalizer = f"{GROUP}/operator"
-    settings.execution.max_workers = 8
+__all__ = ["cluster_handlers", "settings", "topic_handlers"]

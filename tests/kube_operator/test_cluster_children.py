@@ -9,28 +9,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from kopf.testing import KopfRunner
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from integration.cluster import wait_until
-from kubeapi.control_plane import ControlPlane
 
 GROUP, VERSION = "tidelog.dev", "v1alpha1"
 
 
 @pytest.fixture
-def operator(tidelog_crds: ControlPlane, kube_namespace: str, monkeypatch) -> Iterator[None]:
-    """The operator watching the test's namespace, logged in with the admin kubeconfig."""
-    monkeypatch.setenv("KUBECONFIG", str(tidelog_crds.kubeconfig))
-    from tidelog_operator import kube
-
-    kube.api.cache_clear()
-    args = ["run", "--standalone", "--namespace", kube_namespace, "-m", "tidelog_operator.handlers"]
-    with KopfRunner(args, timeout=60) as runner:
+def operator(run_operator) -> Iterator[None]:
+    with run_operator("tidelog_operator.cluster.handlers"):
         yield
-    assert runner.exit_code == 0, runner.output
-    kube.api.cache_clear()
 
 
 def found(read, *args):

@@ -1,0 +1,222 @@
+"""kopf handlers of Topic: on create, spec change, resume and every ``SYNC_INTERVAL_S``
+(which reverts drift), the topic is made as its spec says (``plan.py``); on deletion
+(kopf's finalizer) the topic is deleted. The brokers are those of the Cluster named by
+``spec.clusterRef``, reached at the bootstrap address its status reports.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from typing import Any
+
+import kopf
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from tidelog.admin import AdminClient, AdminError
+from tidelog.admin.planner import plan_replication_factor
+from tidelog.admin.topics import (
+    AlterConfigOp,
+    ConfigResourceType,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    OpType,
+)
+from tidelog.cli.topic_tables import kafka_uuid
+from tidelog.protocol.errors import ErrorCode, ProtocolError
+from tidelog_operator import conditions, kube
+from tidelog_operator.conditions import Reason
+from tidelog_operator.names import GROUP, VERSION
+from tidelog_operator.topic.plan import Actual, Desired, TopicPlan, plan_topic
+
+__all__ = ["SYNC_INTERVAL_S"]
+
+# How often a Topic is checked against its topic (drift reverted), seconds.
+SYNC_INTERVAL_S = float(os.environ.get("TIDELOG_TOPIC_SYNC_INTERVAL_S", "30"))
+ADMIN_TIMEOUT_S = 10.0
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _set(status: dict, type_: str, holds: bool, reason: str, message: str, generation) -> dict:
+    found = conditions.set_condition(
+        status.get("conditions", []),
+        type_,
+        holds,
+        reason,
+        message,
+        generation=generation,
+        now=_now(),
+    )
+    return {**status, "conditions": found, "observedGeneration": generation}
+
+
+def _report(
+    namespace: str, name: str, generation, holds: bool, reason: str, message: str, **fields
+) -> None:
+    def change(status: dict) -> dict:
+        merged = {k: v for k, v in {**status, **fields}.items() if v is not None}
+        return _set(merged, conditions.READY, holds, reason, message, generation)
+
+    kube.patch_status(kube.api(), "topics", namespace, name, change)
+
+
+def _admin(namespace: str, cluster_name: str) -> AdminClient:
+    """The Cluster's brokers; TemporaryError (retried) while it is missing or silent."""
+    try:
+        cluster = client.CustomObjectsApi(kube.api()).get_namespaced_custom_object(
+            GROUP, VERSION, namespace, "clusters", cluster_name
+        )
+    except ApiException as error:
+        if error.status == 404:
+            raise LookupError(f"Cluster {cluster_name} not found in {namespace}") from None
+        raise
+    bootstrap = (cluster.get("status") or {}).get("bootstrap")
+    if not bootstrap:
+        raise LookupError(f"Cluster {cluster_name} reports no bootstrap address yet")
+    return AdminClient(bootstrap, timeout=ADMIN_TIMEOUT_S)
+
+
+def _topic_name(name: str, spec: Any) -> str:
+    return spec.get("topicName") or name
+
+
+def _actual(admin: AdminClient, topic: str) -> Actual | None:
+    try:
+        description = admin.describe_topics([topic])[topic]
+    except AdminError as error:
+        if error.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            return None
+        raise
+    configs = admin.describe_configs(ConfigResourceType.TOPIC, [topic])[topic]
+    overrides = {
+        k: e.value for k, e in configs.items() if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG
+    }
+    return Actual(
+        topic_id=None if description.topic_id is None else kafka_uuid(description.topic_id),
+        partitions=len(description.partitions),
+        replication_factor=len(description.partitions[0].replicas) if description.partitions else 0,
+        overrides=overrides,
+    )
+
+
+def _desired(name: str, spec: Any, status: Any) -> Desired:
+    return Desired(
+        name=_topic_name(name, spec),
+        partitions=spec["partitions"],
+        replication_factor=spec["replicationFactor"],
+        config={k: str(v) for k, v in (spec.get("config") or {}).items()},
+        owned_id=(status or {}).get("topicId"),
+    )
+
+
+def _carry_out(admin: AdminClient, desired: Desired, plan: TopicPlan) -> None:
+    topic = desired.name
+    if plan.create:
+        new = NewTopic(
+            topic, desired.partitions, desired.replication_factor, configs=desired.config
+        )
+        error = admin.create_topics([new])[topic]
+        if error is not None:
+            raise error
+        return
+    if plan.grow_to:
+        error = admin.create_partitions({topic: NewPartitions(plan.grow_to)})[topic]
+        if error is not None:
+            raise error
+    changes = [AlterConfigOp(k, OpType.SET, v) for k, v in plan.set_configs.items()]
+    changes += [AlterConfigOp(k, OpType.DELETE) for k in plan.delete_configs]
+    if changes:
+        error = admin.incremental_alter_configs(ConfigResourceType.TOPIC, {topic: changes})[topic]
+        if error is not None:
+            raise error
+    if plan.replication_factor and not admin.list_reassignments():
+        state = admin.cluster_state([topic])
+        moves = plan_replication_factor(state, topic, plan.replication_factor).moves
+        failed = [e for e in admin.alter_partition_reassignments(moves).values() if e is not None]
+        if failed:
+            raise failed[0]
+
+
+def _health(admin: AdminClient, topic: str) -> dict[str, Any]:
+    description = admin.describe_topics([topic])[topic]
+    leaders: dict[str, int] = {}
+    for p in description.partitions:
+        if p.leader is not None:
+            leaders[str(p.leader)] = leaders.get(str(p.leader), 0) + 1
+    moving = [tp for tp in admin.list_reassignments() if tp.topic == topic]
+    return {
+        "topicName": topic,
+        "topicId": None if description.topic_id is None else kafka_uuid(description.topic_id),
+        "partitions": len(description.partitions),
+        "replicationFactor": len(description.partitions[0].replicas)
+        if description.partitions
+        else 0,
+        "leaders": leaders,
+        "underReplicatedPartitions": sum(
+            len(p.isr) < len(p.replicas) for p in description.partitions
+        ),
+        "reassignment": {
+            "partitionsMoving": len(moving),
+            "partitionsTotal": len(description.partitions),
+        }
+        if moving
+        else None,
+    }
+
+
+@kopf.on.resume(GROUP, VERSION, "topics")
+@kopf.on.create(GROUP, VERSION, "topics")
+@kopf.on.update(GROUP, VERSION, "topics", field="spec")
+@kopf.timer(GROUP, VERSION, "topics", interval=SYNC_INTERVAL_S, initial_delay=SYNC_INTERVAL_S)
+def sync_topic(name: str, namespace: str, spec: Any, status: Any, meta: Any, **_: Any) -> None:
+    generation = meta.get("generation")
+    try:
+        admin = _admin(namespace, spec["clusterRef"])
+    except LookupError as error:
+        _report(namespace, name, generation, False, Reason.CLUSTER_NOT_FOUND, str(error))
+        raise kopf.TemporaryError(str(error), delay=15) from None
+    desired = _desired(name, spec, status)
+    try:
+        plan = plan_topic(desired, _actual(admin, desired.name))
+        if plan.refused is None or plan.refused[0] != Reason.NOT_OWNED:
+            _carry_out(admin, desired, plan)
+            health = _health(admin, desired.name)
+    except (AdminError, OSError, ProtocolError) as error:
+        _report(
+            namespace, name, generation, False, Reason.CREATE_FAILED, f"{desired.name}: {error}"
+        )
+        raise kopf.TemporaryError(str(error), delay=30) from None
+    if plan.refused is not None:
+        reason, message = plan.refused
+        fields = {} if reason == Reason.NOT_OWNED else health
+        _report(namespace, name, generation, False, reason, message, **fields)
+        return
+    _report(
+        namespace,
+        name,
+        generation,
+        True,
+        Reason.SYNCED,
+        f"topic {desired.name} as specified",
+        **health,
+    )
+
+
+@kopf.on.delete(GROUP, VERSION, "topics")
+def delete_topic(name: str, namespace: str, spec: Any, status: Any, **_: Any) -> None:
+    """Delete the topic this Topic created (none when the Cluster is gone)."""
+    if not (status or {}).get("topicId"):
+        return
+    try:
+        admin = _admin(namespace, spec["clusterRef"])
+    except LookupError:
+        return  # the Cluster, and its topics, are gone
+    topic = _topic_name(name, spec)
+    error = admin.delete_topics([topic]).get(topic)
+    if error is not None and error.code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        raise kopf.TemporaryError(f"deleting {topic}: {error}", delay=15)

@@ -1,0 +1,44 @@
+"""The operator run in this process against the test control plane, with exactly the
+handler modules a test names (each run gets a fresh kopf registry, into which those
+modules register again)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import kopf
+import pytest
+from kopf.testing import KopfRunner
+
+from kubeapi.control_plane import ControlPlane
+
+
+@pytest.fixture
+def run_operator(
+    tidelog_crds: ControlPlane, kube_namespace: str, monkeypatch
+) -> Callable[..., object]:
+    """``with run_operator("tidelog_operator.topic.handlers"): ...`` runs those handlers,
+    and the settings, watching the test's namespace as the admin."""
+    monkeypatch.setenv("KUBECONFIG", str(tidelog_crds.kubeconfig))
+    from tidelog_operator import kube
+
+    @contextmanager
+    def running(*modules: str) -> Iterator[None]:
+        registry = kopf.OperatorRegistry()
+        previous = kopf.get_default_registry()
+        kopf.set_default_registry(registry)
+        try:
+            for module in ("tidelog_operator.settings", *modules):
+                importlib.reload(importlib.import_module(module))
+        finally:
+            kopf.set_default_registry(previous)
+        kube.api.cache_clear()
+        args = ["run", "--standalone", "--namespace", kube_namespace]
+        with KopfRunner(args, registry=registry, timeout=60) as runner:
+            yield
+        kube.api.cache_clear()
+        assert runner.exit_code == 0, runner.output
+
+    return running

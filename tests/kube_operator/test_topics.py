@@ -1,0 +1,173 @@
+"""Topic reconciliation against real brokers, with the operator run in this process on
+the test control plane: the Cluster named by clusterRef reports the brokers' bootstrap
+address in its status (here, three brokers on loopback). A Topic creates its topic;
+partitions grow and never shrink; drift made with another tool is reverted; the
+replication factor changes through a reassignment; a topic that is not ours is refused;
+deleting the Topic deletes the topic."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from integration.cluster import Cluster, wait_until
+from tidelog.admin import AdminClient
+from tidelog.admin.topics import AlterConfigOp, ConfigResourceType, NewTopic, OpType
+
+GROUP, VERSION = "tidelog.dev", "v1alpha1"
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def brokers(tmp_path, zk_chroot, kube_api, kube_namespace, monkeypatch):
+    """Three brokers, and a Cluster object whose status names them."""
+    with Cluster(tmp_path, zk_chroot, size=3) as cluster:
+        objects = client.CustomObjectsApi(kube_api)
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "Cluster",
+            "metadata": {"name": "local"},
+            "spec": {"storage": {"volumes": [{"id": 0, "size": "1Gi"}]}},
+        }
+        created = objects.create_namespaced_custom_object(
+            GROUP, VERSION, kube_namespace, "clusters", body
+        )
+        created["status"] = {"bootstrap": cluster.bootstrap}
+        objects.replace_namespaced_custom_object_status(
+            GROUP, VERSION, kube_namespace, "clusters", "local", created
+        )
+        yield cluster
+
+
+def topic_object(kube_api, namespace: str, name: str) -> dict:
+    return client.CustomObjectsApi(kube_api).get_namespaced_custom_object(
+        GROUP, VERSION, namespace, "topics", name
+    )
+
+
+def ready(obj: dict) -> dict:
+    return next(
+        (c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"), {}
+    )
+
+
+def apply_topic(kube_api, namespace: str, name: str, spec: dict) -> None:
+    """Create the Topic, or set the spec of the one there."""
+    objects = client.CustomObjectsApi(kube_api)
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Topic",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    try:
+        objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "topics", body)
+    except ApiException as error:
+        assert error.status == 409, error
+        objects.patch_namespaced_custom_object(
+            GROUP, VERSION, namespace, "topics", name, {"spec": spec}
+        )
+
+
+def test_a_topic_follows_its_spec_and_reverts_drift(
+    brokers, run_operator, kube_api, kube_namespace, monkeypatch
+):
+    monkeypatch.setenv("TIDELOG_TOPIC_SYNC_INTERVAL_S", "2")
+    admin = AdminClient(brokers.bootstrap)
+    ns = kube_namespace
+    spec = {
+        "clusterRef": "local",
+        "partitions": 3,
+        "replicationFactor": 2,
+        "config": {"retention.ms": 3600000},
+    }
+    with run_operator("tidelog_operator.topic.handlers"):
+        apply_topic(kube_api, ns, "orders", spec)
+        synced = wait_until(
+            lambda: (t := topic_object(kube_api, ns, "orders"))
+            and ready(t).get("reason") == "Synced"
+            and t,
+            "the topic created",
+        )
+        description = admin.describe_topics(["orders"])["orders"]
+        assert len(description.partitions) == 3 and len(description.partitions[0].replicas) == 2
+        assert synced["status"]["topicId"] and synced["status"]["partitions"] == 3
+        assert sum(synced["status"]["leaders"].values()) == 3
+        configs = admin.describe_configs(ConfigResourceType.TOPIC, ["orders"])["orders"]
+        assert configs["retention.ms"].value == "3600000"
+
+        # more partitions
+        apply_topic(kube_api, ns, "orders", {**spec, "partitions": 5})
+        wait_until(
+            lambda: len(admin.describe_topics(["orders"])["orders"].partitions) == 5, "5 partitions"
+        )
+
+        # drift made with another tool goes back
+        admin.incremental_alter_configs(
+            ConfigResourceType.TOPIC,
+            {
+                "orders": [
+                    AlterConfigOp("retention.ms", OpType.SET, "1000"),
+                    AlterConfigOp("cleanup.policy", OpType.SET, "compact"),
+                ]
+            },
+        )
+
+        def reverted() -> bool:
+            configs = admin.describe_configs(ConfigResourceType.TOPIC, ["orders"])["orders"]
+            return (
+                configs["retention.ms"].value == "3600000"
+                and configs["cleanup.policy"].value == "delete"
+            )
+
+        wait_until(reverted, "the drift reverted")
+
+        # fewer partitions: refused, nothing changes
+        apply_topic(kube_api, ns, "orders", {**spec, "partitions": 2})
+        refused = wait_until(
+            lambda: (t := topic_object(kube_api, ns, "orders"))
+            and ready(t).get("reason") == "PartitionsDecreaseRefused"
+            and t,
+            "the decrease refused",
+        )
+        assert "has 5 partitions and partitions cannot be removed" in ready(refused)["message"]
+        assert len(admin.describe_topics(["orders"])["orders"].partitions) == 5
+
+        # replication factor 2 → 3 through a reassignment
+        apply_topic(kube_api, ns, "orders", {**spec, "partitions": 5, "replicationFactor": 3})
+        wait_until(
+            lambda: all(
+                len(p.replicas) == 3 for p in admin.describe_topics(["orders"])["orders"].partitions
+            )
+            and not admin.list_reassignments(),
+            "every partition on 3 brokers",
+            timeout=60,
+        )
+
+        # a topic that is not ours
+        assert admin.create_topics([NewTopic("foreign", 1, 1)])["foreign"] is None
+        apply_topic(
+            kube_api,
+            ns,
+            "foreign",
+            {"clusterRef": "local", "partitions": 1, "replicationFactor": 1},
+        )
+        wait_until(
+            lambda: ready(topic_object(kube_api, ns, "foreign")).get("reason") == "NotOwned",
+            "refused",
+        )
+
+        # deleting the Topic deletes the topic, and leaves a foreign one alone
+        objects = client.CustomObjectsApi(kube_api)
+        objects.delete_namespaced_custom_object(GROUP, VERSION, ns, "topics", "orders")
+        objects.delete_namespaced_custom_object(GROUP, VERSION, ns, "topics", "foreign")
+        wait_until(lambda: "orders" not in admin.list_topics(), "the topic deleted")
+        wait_until(
+            lambda: not objects.list_namespaced_custom_object(GROUP, VERSION, ns, "topics")[
+                "items"
+            ],
+            "the Topics gone",
+        )
+        assert "foreign" in admin.list_topics()
