@@ -11,8 +11,12 @@ from contextlib import contextmanager
 import kopf
 import pytest
 from kopf.testing import KopfRunner
+from kubernetes import client
 
+from integration.cluster import Cluster
 from kubeapi.control_plane import ControlPlane
+
+GROUP, VERSION = "tidelog.dev", "v1alpha1"
 
 
 @pytest.fixture
@@ -42,3 +46,24 @@ def run_operator(
         assert runner.exit_code == 0, runner.output
 
     return running
+
+
+@pytest.fixture
+def brokers(tmp_path, zk_chroot, kube_api, kube_namespace) -> Iterator[Cluster]:
+    """Three brokers, and a Cluster object whose status names them."""
+    with Cluster(tmp_path, zk_chroot, size=3) as cluster:
+        objects = client.CustomObjectsApi(kube_api)
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "Cluster",
+            "metadata": {"name": "local"},
+            "spec": {"storage": {"volumes": [{"id": 0, "size": "1Gi"}]}},
+        }
+        created = objects.create_namespaced_custom_object(
+            GROUP, VERSION, kube_namespace, "clusters", body
+        )
+        created["status"] = {"bootstrap": cluster.bootstrap}
+        objects.replace_namespaced_custom_object_status(
+            GROUP, VERSION, kube_namespace, "clusters", "local", created
+        )
+        yield cluster

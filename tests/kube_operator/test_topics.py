@@ -11,34 +11,12 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from integration.cluster import Cluster, wait_until
+from integration.cluster import wait_until
+from kube_operator.conftest import GROUP, VERSION
 from tidelog.admin import AdminClient
 from tidelog.admin.topics import AlterConfigOp, ConfigResourceType, NewTopic, OpType
 
-GROUP, VERSION = "tidelog.dev", "v1alpha1"
-
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture
-def brokers(tmp_path, zk_chroot, kube_api, kube_namespace, monkeypatch):
-    """Three brokers, and a Cluster object whose status names them."""
-    with Cluster(tmp_path, zk_chroot, size=3) as cluster:
-        objects = client.CustomObjectsApi(kube_api)
-        body = {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "Cluster",
-            "metadata": {"name": "local"},
-            "spec": {"storage": {"volumes": [{"id": 0, "size": "1Gi"}]}},
-        }
-        created = objects.create_namespaced_custom_object(
-            GROUP, VERSION, kube_namespace, "clusters", body
-        )
-        created["status"] = {"bootstrap": cluster.bootstrap}
-        objects.replace_namespaced_custom_object_status(
-            GROUP, VERSION, kube_namespace, "clusters", "local", created
-        )
-        yield cluster
 
 
 def topic_object(kube_api, namespace: str, name: str) -> dict:

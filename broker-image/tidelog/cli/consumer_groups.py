@@ -64,7 +64,7 @@ from tidelog.cli.offset_reset import (
     parse_datetime,
     parse_duration,
     parse_reset_file,
-    reset_targets,
+    plan_reset,
 )
 from tidelog.protocol.consumer_protocol import ConsumerProtocolError
 from tidelog.protocol.errors import ErrorCode
@@ -541,28 +541,8 @@ class _Command:
             for topic, numbers in self.admin.topic_partitions(whole).items():
                 partitions.extend(TopicPartition(topic, p) for p in numbers)
             partitions = sorted(set(partitions))
-        if not partitions:
-            return ResetPlan({})
-        earliest = {
-            tp: o.offset for tp, o in self.admin.list_offsets(partitions, "earliest").items()
-        }
-        latest = {tp: o.offset for tp, o in self.admin.list_offsets(partitions, "latest").items()}
-        by_time = None
-        if spec.by_time:
-            by_time = {
-                tp: o.offset
-                for tp, o in self.admin.list_offsets(partitions, spec.timestamp()).items()
-            }
         try:
-            return reset_targets(
-                spec,
-                partitions,
-                committed=committed,
-                earliest=earliest,
-                latest=latest,
-                by_time=by_time,
-                from_file=from_file,
-            )
+            return plan_reset(self.admin, spec, partitions, committed, from_file)
         except ResetError as error:
             raise CommandError(str(error)) from None
 

@@ -1,7 +1,7 @@
 """The offset resets of ``tidelog-consumer-groups``: reading the ``--to-datetime``,
 ``--by-duration`` and ``--from-file`` values, and computing the new offset of each
-partition as Kafka's ``kafka-consumer-groups.sh`` does. Pure: the offsets come in as
-arguments."""
+partition as Kafka's ``kafka-consumer-groups.sh`` does. Pure (the offsets come in as
+arguments), but for :func:`plan_reset`, which asks an admin client for them."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ __all__ = [
     "parse_datetime",
     "parse_duration",
     "parse_reset_file",
+    "plan_reset",
     "reset_targets",
 ]
 
@@ -239,3 +240,33 @@ def reset_targets(
     else:
         raise ValueError(f"unknown reset scenario {s!r}")
     return ResetPlan(dict(sorted(out.items())), warnings)
+
+
+def plan_reset(
+    admin,
+    spec: ResetSpec,
+    partitions: Iterable[TopicPartition],
+    committed: Mapping[TopicPartition, int],
+    from_file: Mapping[TopicPartition, int] | None = None,
+) -> ResetPlan:
+    """:func:`reset_targets` with the earliest, latest and (for the time scenarios)
+    by-timestamp offsets of ``partitions`` from ``admin`` (ListOffsets)."""
+    partitions = sorted(set(partitions))
+    if not partitions:
+        return ResetPlan({})
+    earliest = {tp: o.offset for tp, o in admin.list_offsets(partitions, "earliest").items()}
+    latest = {tp: o.offset for tp, o in admin.list_offsets(partitions, "latest").items()}
+    by_time = None
+    if spec.by_time:
+        by_time = {
+            tp: o.offset for tp, o in admin.list_offsets(partitions, spec.timestamp()).items()
+        }
+    return reset_targets(
+        spec,
+        partitions,
+        committed=committed,
+        earliest=earliest,
+        latest=latest,
+        by_time=by_time,
+        from_file=from_file,
+    )

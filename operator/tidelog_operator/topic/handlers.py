@@ -1,7 +1,7 @@
 """kopf handlers of Topic: on create, spec change, resume and every ``SYNC_INTERVAL_S``
 (which reverts drift), the topic is made as its spec says (``plan.py``); on deletion
 (kopf's finalizer) the topic is deleted. The brokers are those of the Cluster named by
-``spec.clusterRef``, reached at the bootstrap address its status reports.
+``spec.clusterRef`` (``cluster_client.py``).
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ import os
 from typing import Any
 
 import kopf
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from tidelog.admin import AdminClient, AdminError
 from tidelog.admin.planner import plan_replication_factor
@@ -27,6 +25,7 @@ from tidelog.admin.topics import (
 from tidelog.cli.topic_tables import kafka_uuid
 from tidelog.protocol.errors import ErrorCode, ProtocolError
 from tidelog_operator import conditions, kube
+from tidelog_operator.cluster_client import cluster_admin
 from tidelog_operator.conditions import Reason
 from tidelog_operator.names import GROUP, VERSION
 from tidelog_operator.topic.plan import Actual, Desired, TopicPlan, plan_topic
@@ -35,7 +34,6 @@ __all__ = ["SYNC_INTERVAL_S"]
 
 # How often a Topic is checked against its topic (drift reverted), seconds.
 SYNC_INTERVAL_S = float(os.environ.get("TIDELOG_TOPIC_SYNC_INTERVAL_S", "30"))
-ADMIN_TIMEOUT_S = 10.0
 
 
 def _now() -> str:
@@ -63,22 +61,6 @@ def _report(
         return _set(merged, conditions.READY, holds, reason, message, generation)
 
     kube.patch_status(kube.api(), "topics", namespace, name, change)
-
-
-def _admin(namespace: str, cluster_name: str) -> AdminClient:
-    """The Cluster's brokers; TemporaryError (retried) while it is missing or silent."""
-    try:
-        cluster = client.CustomObjectsApi(kube.api()).get_namespaced_custom_object(
-            GROUP, VERSION, namespace, "clusters", cluster_name
-        )
-    except ApiException as error:
-        if error.status == 404:
-            raise LookupError(f"Cluster {cluster_name} not found in {namespace}") from None
-        raise
-    bootstrap = (cluster.get("status") or {}).get("bootstrap")
-    if not bootstrap:
-        raise LookupError(f"Cluster {cluster_name} reports no bootstrap address yet")
-    return AdminClient(bootstrap, timeout=ADMIN_TIMEOUT_S)
 
 
 def _topic_name(name: str, spec: Any) -> str:
@@ -176,7 +158,7 @@ def _health(admin: AdminClient, topic: str) -> dict[str, Any]:
 def sync_topic(name: str, namespace: str, spec: Any, status: Any, meta: Any, **_: Any) -> None:
     generation = meta.get("generation")
     try:
-        admin = _admin(namespace, spec["clusterRef"])
+        admin = cluster_admin(namespace, spec["clusterRef"])
     except LookupError as error:
         _report(namespace, name, generation, False, Reason.CLUSTER_NOT_FOUND, str(error))
         raise kopf.TemporaryError(str(error), delay=15) from None
@@ -213,7 +195,7 @@ def delete_topic(name: str, namespace: str, spec: Any, status: Any, **_: Any) ->
     if not (status or {}).get("topicId"):
         return
     try:
-        admin = _admin(namespace, spec["clusterRef"])
+        admin = cluster_admin(namespace, spec["clusterRef"])
     except LookupError:
         return  # the Cluster, and its topics, are gone
     topic = _topic_name(name, spec)
