@@ -3,6 +3,7 @@ what the API server has not filled in (objects made before a default existed).""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,8 @@ __all__ = [
     "parse_cluster",
 ]
 
-DEFAULT_BROKER_IMAGE = "tidelog-broker:0.1.0"
+# The broker image of Clusters that name none (the chart sets it to its own version).
+DEFAULT_BROKER_IMAGE = os.environ.get("TIDELOG_BROKER_IMAGE", "tidelog-broker:0.1.0")
 DATA_DIR = "/var/lib/tidelog/data-{}"
 
 
@@ -69,6 +71,7 @@ class ZooKeeperSpec:
     connect: str | None = None
     size: str = "1Gi"
     storage_class: str | None = None
+    ephemeral: bool = False
 
     @property
     def external(self) -> bool:
@@ -142,5 +145,6 @@ def parse_cluster(name: str, namespace: str, spec: Mapping[str, Any]) -> Cluster
             connect=zookeeper.get("connect"),
             size=zookeeper.get("size", "1Gi"),
             storage_class=zookeeper.get("storageClass"),
+            ephemeral=zookeeper.get("ephemeral", False),
         ),
     )

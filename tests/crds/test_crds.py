@@ -79,7 +79,7 @@ def test_the_server_fills_in_the_defaults(crds_installed, kube_api, kube_namespa
     assert (brokers["replicas"], brokers["terminationGracePeriodSeconds"]) == (3, 120)
     assert brokers["imagePullPolicy"] == "IfNotPresent"
     assert stored["spec"]["storage"]["claimRetention"] == "Retain"
-    assert stored["spec"]["zookeeper"] == {"size": "1Gi"}
+    assert stored["spec"]["zookeeper"] == {"size": "1Gi", "ephemeral": False}
 
 
 @pytest.mark.parametrize(

@@ -168,3 +168,10 @@ def test_a_set_the_broker_would_refuse_is_refused_whole():
 def test_server_properties_hold_the_operators_keys_then_the_users():
     text = server_properties({"log.dirs": "/d0"}, {"min.insync.replicas": "2"})
     assert text.splitlines()[1:] == ["log.dirs=/d0", "min.insync.replicas=2"]
+
+
+def test_an_ephemeral_ensemble_keeps_its_data_in_empty_dirs():
+    spec = cluster({**VOLUMES, "zookeeper": {"ephemeral": True}})
+    built = zookeeper.zookeeper_statefulset(spec, "i")
+    assert "volumeClaimTemplates" not in built["spec"]
+    assert built["spec"]["template"]["spec"]["volumes"] == [{"name": "data", "emptyDir": {}}]

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# `make images`: build the broker image (by default tidelog-broker:<version>, and :latest).
+# `make images`: build the broker image (by default tidelog-broker:<version>, and :latest)
+# and the operator image (tidelog-operator:<version>, and :latest).
 #
 #   tools/images/build.sh [NAME=VALUE ...]
 #
 # Steps: a Docker engine (dockerd.sh) → the base image (base-image.sh) → a staging
 # directory with the wheels of tidelog[broker], ZooKeeper's jars and broker-image/docker/
-# → docker build -f broker-image/Dockerfile <staging>. A second run with nothing changed
-# reuses Docker's layer cache and takes seconds.
+# → docker build -f broker-image/Dockerfile <staging>; then a staging directory with the
+# wheels of tidelog[operator] → docker build -f operator/Dockerfile. A second run with
+# nothing changed reuses Docker's layer cache and takes seconds.
 #
 # Settings, from the environment or as NAME=VALUE arguments:
 #   PYTHON          the venv's python, whose pip builds the wheels (default .venv/bin/python);
@@ -16,7 +18,8 @@
 #   BASE_IMAGE      default python:3.11-slim-bookworm; a local Debian stand-in is built when
 #                   it cannot be pulled (base-image.sh)
 #   IMAGE           the tag, default tidelog-broker:<version>; :latest is tagged beside it
-#   STAGING         default build/images/broker
+#   OPERATOR_IMAGE  the operator's tag, default tidelog-operator:<version>, and :latest
+#   STAGING         default build/images/broker (the operator's: build/images/operator)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -37,6 +40,8 @@ total_started=$(now)
 version=$("$python" -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
 tag="${IMAGE:-tidelog-broker:$version}"
 latest="${tag%:*}:latest"
+operator_tag="${OPERATOR_IMAGE:-tidelog-operator:$version}"
+operator_staging="$(dirname "$staging")/operator"
 
 zookeeper_libs="${ZOOKEEPER_LIBS:-}"
 if [ -z "$zookeeper_libs" ]; then
@@ -71,11 +76,18 @@ mkdir -p "$staging/wheels/deps" "$staging/wheels/tidelog" "$staging/zookeeper/li
 # What the wheel is made of, copied, so that setuptools' build/ never leaks stale files
 # into it. A fixed timestamp makes an unchanged tree give a byte-identical wheel.
 tar -C "$repo" --exclude=__pycache__ --exclude='*.pyc' -c \
-    pyproject.toml README.md broker-image/tidelog | tar -C "$source_copy" -x
-SOURCE_DATE_EPOCH=315532800 "$python" -m pip wheel --quiet --disable-pip-version-check \
-    --wheel-dir "$staging/wheels/deps" "${source_copy}[broker]" ||
-    die "building the wheels failed"
-mv "$staging"/wheels/deps/tidelog-*.whl "$staging/wheels/tidelog/"
+    pyproject.toml README.md broker-image/tidelog operator/tidelog_operator |
+    tar -C "$source_copy" -x
+wheels_of() {  # extra, staging directory
+    SOURCE_DATE_EPOCH=315532800 "$python" -m pip wheel --quiet --disable-pip-version-check \
+        --wheel-dir "$2/wheels/deps" "${source_copy}[$1]" ||
+        die "building the wheels of tidelog[$1] failed"
+    mkdir -p "$2/wheels/tidelog"
+    mv "$2"/wheels/deps/tidelog-*.whl "$2/wheels/tidelog/"
+}
+rm -rf "$operator_staging"
+wheels_of broker "$staging"
+wheels_of operator "$operator_staging"
 rm -rf "$source_copy"
 cp -p "$zookeeper_libs"/*.jar "$staging/zookeeper/libs/"
 cp -p broker-image/docker/entrypoint.sh broker-image/docker/server.properties "$staging/docker/"
@@ -96,4 +108,17 @@ fi
 size=$(docker image inspect --format '{{.Size}}' "$tag" |
     awk '{ printf "%.0f MB", $1 / 1000000 }')
 say "built $tag and $latest, $size ($(since "$step"))"
+
+step=$(now)
+log="$build_dir/docker-build-operator.log"
+say "docker build $operator_tag (log $log)"
+if ! docker build --file operator/Dockerfile \
+    --build-arg BASE_IMAGE="$base" --build-arg TIDELOG_VERSION="$version" \
+    --tag "$operator_tag" --tag "${operator_tag%:*}:latest" "$operator_staging" >"$log" 2>&1; then
+    tail -n 25 "$log" >&2
+    die "docker build of the operator failed; see $log"
+fi
+size=$(docker image inspect --format '{{.Size}}' "$operator_tag" |
+    awk '{ printf "%.0f MB", $1 / 1000000 }')
+say "built $operator_tag, $size ($(since "$step"))"
 say "done ($(since "$total_started"))"

@@ -84,7 +84,7 @@ def zookeeper_statefulset(spec: ClusterSpec, image: str) -> dict[str, Any] | Non
     }
     if spec.zookeeper.storage_class:
         claim["storageClassName"] = spec.zookeeper.storage_class
-    return {
+    built = {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
         "metadata": {
@@ -148,3 +148,7 @@ def zookeeper_statefulset(spec: ClusterSpec, image: str) -> dict[str, Any] | Non
             ],
         },
     }
+    if spec.zookeeper.ephemeral:
+        del built["spec"]["volumeClaimTemplates"]
+        built["spec"]["template"]["spec"]["volumes"] = [{"name": "data", "emptyDir": {}}]
+    return built

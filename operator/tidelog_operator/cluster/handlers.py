@@ -1,10 +1,10 @@
 """kopf handlers of Cluster: a few lines each over the builders and the observer.
 
 * create, spec update, resume: apply the children (owned by the Cluster, so deleting it
-  deletes them), and record the config check (``ConfigValid``, and a Warning event
-  naming refused keys);
-* every ``OBSERVE_INTERVAL_S``: observe pods and brokers and write the status (only
-  when it changes).
+  deletes them) and the local volumes, and record the config check (``ConfigValid``,
+  and a Warning event naming refused keys);
+* every ``OBSERVE_INTERVAL_S``: recycle released local volumes, observe pods and
+  brokers and write the status (only when it changes).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import kopf
 from tidelog_operator import conditions, kube
 from tidelog_operator.cluster.children import desired_children
 from tidelog_operator.cluster.observe import cluster_status, observe
+from tidelog_operator.cluster.volumes import recycle_released_volumes, sync_local_volumes
 from tidelog_operator.conditions import Reason
 from tidelog_operator.names import GROUP, VERSION
 from tidelog_operator.spec import parse_cluster
@@ -40,6 +41,7 @@ def reconcile_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any
     for obj in children.objects:
         kopf.adopt(obj, owner=body)
         kube.apply(kube.api(), obj)
+    sync_local_volumes(kube.api(), parsed)
     checked = children.config
     if not checked.valid:
         kopf.warn(body, reason=Reason.INVALID_CONFIG, message=f"not applied: {checked.message()}")
@@ -61,8 +63,10 @@ def reconcile_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any
 
 
 @kopf.timer(GROUP, VERSION, "clusters", interval=OBSERVE_INTERVAL_S, initial_delay=1)
-def observe_cluster(name: str, namespace: str, spec: Any, meta: Any, **_: Any) -> None:
+def observe_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, **_: Any) -> None:
     parsed = parse_cluster(name, namespace, spec)
+    for volume in recycle_released_volumes(kube.api(), parsed, parsed.brokers.image):
+        kopf.info(body, reason="VolumeRecycled", message=f"{volume} wiped and available again")
     seen = observe(kube.api(), parsed)
     generation = meta.get("generation")
     kube.patch_status(

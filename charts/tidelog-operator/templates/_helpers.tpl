@@ -1,0 +1,63 @@
+{{/* The release's name, cut to the 63 characters of a label value. */}}
+{{- define "tidelog-operator.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels of every object of the chart. */}}
+{{- define "tidelog-operator.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* What selects the operator's pod. */}}
+{{- define "tidelog-operator.selector" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "tidelog-operator.serviceAccountName" -}}
+{{- default (include "tidelog-operator.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{- define "tidelog-operator.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "tidelog-operator.brokerImage" -}}
+{{- default (printf "tidelog-broker:%s" .Chart.AppVersion) .Values.brokerImage -}}
+{{- end -}}
+
+{{/* The rules the operator needs in each namespace it watches. */}}
+{{- define "tidelog-operator.namespacedRules" -}}
+- apiGroups: [tidelog.dev]
+  resources: [clusters, topics, consumergroups]
+  verbs: [get, list, watch, patch, update]
+- apiGroups: [tidelog.dev]
+  resources: [clusters/status, topics/status, consumergroups/status]
+  verbs: [get, patch, update]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch]
+- apiGroups: [""]
+  resources: [configmaps, services]
+  verbs: [get, create, patch]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, create, delete]
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [get, list, delete]
+- apiGroups: [apps]
+  resources: [statefulsets]
+  verbs: [get, create, patch, delete]
+- apiGroups: [policy]
+  resources: [poddisruptionbudgets]
+  verbs: [get, create, patch]
+{{- end -}}
