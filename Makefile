@@ -47,6 +47,7 @@ export TIDELOG_K8S_PATH := $(subst $(space),:,$(K8S_TOOL_DIRS))
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 BASE_IMAGE ?= python:3.11-slim-bookworm
 export TIDELOG_BROKER_IMAGE := tidelog-broker:$(VERSION)
+export TIDELOG_OPERATOR_IMAGE := tidelog-operator:$(VERSION)
 
 # kind's node image (tools/kind/node-image.sh): kindest/node for KUBERNETES_VERSION where a
 # registry serves it, else one built here from the binaries of k8s-tools.
@@ -95,11 +96,13 @@ k8s-tools:
 k8s-env: k8s-tools
 	@echo 'export PATH="$(TIDELOG_K8S_PATH):$$PATH"'
 
-# The broker image: starts a Docker engine if none answers (Debian's docker.io, as root),
-# then builds broker-image/Dockerfile from wheels made here.
+# The broker and operator images: starts a Docker engine if none answers (Debian's
+# docker.io, as root), then builds broker-image/Dockerfile and operator/Dockerfile from
+# wheels made here.
 images: setup
 	tools/images/build.sh PYTHON=$(BIN)/python ZOOKEEPER_LIBS=$(ZOOKEEPER_LIBS) \
-	    BASE_IMAGE=$(BASE_IMAGE) IMAGE=$(TIDELOG_BROKER_IMAGE)
+	    BASE_IMAGE=$(BASE_IMAGE) IMAGE=$(TIDELOG_BROKER_IMAGE) \
+	    OPERATOR_IMAGE=$(TIDELOG_OPERATOR_IMAGE)
 
 kind-node-image: k8s-tools images
 	tools/kind/node-image.sh >/dev/null

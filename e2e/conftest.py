@@ -52,9 +52,18 @@ def node_image() -> str:
 
 
 def broker_image() -> str:
-    image = os.environ.get("TIDELOG_BROKER_IMAGE")
+    return _built_image("TIDELOG_BROKER_IMAGE")
+
+
+def operator_image() -> str:
+    return _built_image("TIDELOG_OPERATOR_IMAGE")
+
+
+def _built_image(variable: str) -> str:
+    """The image the Makefile names in ``variable``, which `make images` built."""
+    image = os.environ.get(variable)
     if not image:
-        raise ClusterError("$TIDELOG_BROKER_IMAGE is unset: run the e2e tests through `make e2e`")
+        raise ClusterError(f"${variable} is unset: run the e2e tests through `make e2e`")
     try:
         run("docker", "image", "inspect", image)
     except ClusterError:
@@ -152,11 +161,12 @@ class Progress:
 
 @pytest.fixture(scope="session")
 def kind_cluster(pytestconfig: pytest.Config) -> Iterator[KindCluster]:
-    """The kind cluster, ready, with the broker and client images on its workers."""
+    """The kind cluster, ready, with the broker, client and operator images on its
+    workers."""
     progress = Progress(pytestconfig)
     WORKDIR.mkdir(parents=True, exist_ok=True)
     broker = broker_image()
-    images = {broker, client_image(broker)}
+    images = {broker, client_image(broker), operator_image()}
     wrong = manifest_images() - images
     if wrong:
         raise ClusterError(

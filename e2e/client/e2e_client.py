@@ -8,10 +8,14 @@ prints one JSON document on stdout and exits non-zero when what it checks is not
     python e2e_client.py describe-topic --bootstrap B --topic T
     python e2e_client.py produce        --bootstrap B --topic T --count N [--prefix S]
     python e2e_client.py consume        --bootstrap B --topic T --expect N [--prefix S]
+                                        [--group G]
+    python e2e_client.py set-config     --bootstrap B --topic T --config KEY=VALUE ...
 
 ``produce`` writes with acks=all (otherwise kafka-python's defaults) and reports what was
-acknowledged; ``consume`` reads the topic from the beginning and fails unless it finds
-every record ``produce`` would have written with that prefix and count.
+acknowledged; ``consume`` reads the topic from the beginning (as group G, which commits
+what it read, when given) and fails unless it finds every record ``produce`` would have
+written with that prefix and count; ``set-config`` sets topic configs, as another tool
+than the operator would.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import time
 from kafka import KafkaConsumer, KafkaProducer
 
 from tidelog.admin import AdminClient
+from tidelog.admin.topics import AlterConfigOp, ConfigResourceType, OpType
 
 
 def create_topic(args: argparse.Namespace) -> dict:
@@ -82,7 +87,7 @@ def consume(args: argparse.Namespace) -> dict:
     consumer = KafkaConsumer(
         args.topic,
         bootstrap_servers=args.bootstrap,
-        group_id=f"e2e-{args.topic}-{args.prefix}",
+        group_id=args.group or f"e2e-{args.topic}-{args.prefix}",
         auto_offset_reset="earliest",
         consumer_timeout_ms=5000,
     )
@@ -95,6 +100,17 @@ def consume(args: argparse.Namespace) -> dict:
     return {"consumed": len(found), "missing": missing[:10], "missing_count": len(missing)}
 
 
+def set_config(args: argparse.Namespace) -> dict:
+    changes = [
+        AlterConfigOp(k, OpType.SET, v) for k, _, v in (c.partition("=") for c in args.config)
+    ]
+    errors = AdminClient(args.bootstrap).incremental_alter_configs(
+        ConfigResourceType.TOPIC, {args.topic: changes}
+    )
+    error = errors.get(args.topic)
+    return {"error_code": 0 if error is None else int(error.code), "error": str(error or "")}
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -103,6 +119,7 @@ def _parser() -> argparse.ArgumentParser:
         ("describe-topic", describe_topic),
         ("produce", produce),
         ("consume", consume),
+        ("set-config", set_config),
     ]:
         command = commands.add_parser(name)
         command.set_defaults(function=function)
@@ -120,6 +137,9 @@ def _parser() -> argparse.ArgumentParser:
         if name == "consume":
             command.add_argument("--expect", type=int, required=True)
             command.add_argument("--timeout", type=float, default=60)
+            command.add_argument("--group")
+        if name == "set-config":
+            command.add_argument("--config", action="append", required=True)
     return parser
 
 

@@ -61,12 +61,12 @@ def test_a_broker_learns_its_id_and_names_at_start():
     built = brokers.statefulset(spec, "h", "sa")
     pod = built["spec"]["template"]["spec"]
     script = pod["containers"][0]["command"][2]
-    assert "export TIDELOG_CONFIG_BROKER_ID=$id" in script
+    assert '--override "broker.id=$id" --override "advertised.listeners=$advertised"' in script
     assert "INTERNAL://${POD_NAME}.${BROKERS_SERVICE}.${POD_NAMESPACE}.svc:9092" in script
     assert "EXTERNAL://${EXTERNAL_HOST:-$NODE_IP}:$((31000 + id))" in script
-    assert 'TIDELOG_CONFIG_BROKER_RACK="$(cat /etc/tidelog/rack/rack)"' in script
+    assert '--override "broker.rack=$(cat /etc/tidelog/rack/rack)"' in script
     assert script.endswith(
-        "exec tidelog-entrypoint tidelog-server /etc/tidelog/config/server.properties"
+        'exec tidelog-entrypoint tidelog-server /etc/tidelog/config/server.properties "$@"'
     )
     (init,) = pod["initContainers"]
     assert init["command"][:5] == [
@@ -175,3 +175,17 @@ def test_an_ephemeral_ensemble_keeps_its_data_in_empty_dirs():
     built = zookeeper.zookeeper_statefulset(spec, "i")
     assert "volumeClaimTemplates" not in built["spec"]
     assert built["spec"]["template"]["spec"]["volumes"] == [{"name": "data", "emptyDir": {}}]
+
+
+def test_a_topic_is_ours_by_its_id_or_by_the_claim_made_before_creating_it():
+    from tidelog_operator.topic.plan import Actual, Desired, plan_topic
+
+    actual = Actual("id-1", 3, 2, {})
+    desired = Desired("t", 3, 2, {}, owned_id=None)
+    assert plan_topic(desired, None).create
+    assert plan_topic(desired, actual).refused[0] == "NotOwned"
+    claimed = Desired("t", 3, 2, {}, owned_id=None, claimed=True)
+    assert plan_topic(claimed, actual).nothing_to_do
+    assert plan_topic(Desired("t", 3, 2, {}, owned_id="id-1"), actual).nothing_to_do
+    recreated = Desired("t", 3, 2, {}, owned_id="id-0", claimed=True)
+    assert plan_topic(recreated, actual).refused[0] == "NotOwned"

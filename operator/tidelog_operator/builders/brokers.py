@@ -167,10 +167,11 @@ def pod_disruption_budget(spec: ClusterSpec) -> dict[str, Any]:
 
 
 def _start_script(spec: ClusterSpec) -> str:
-    """The container's shell: the per-pod keys, then the image's entrypoint."""
+    """The container's shell: the per-pod keys as ``--override`` arguments (the
+    entrypoint records them for the readiness probe's health check), then the image's
+    entrypoint."""
     lines = [
         "id=${HOSTNAME##*-}",
-        "export TIDELOG_CONFIG_BROKER_ID=$id",
         "advertised=INTERNAL://${POD_NAME}.${BROKERS_SERVICE}.${POD_NAMESPACE}.svc:"
         f"{names.BROKER_PORT}",
     ]
@@ -179,10 +180,10 @@ def _start_script(spec: ClusterSpec) -> str:
         lines.append(
             f'advertised="$advertised,EXTERNAL://${{EXTERNAL_HOST:-$NODE_IP}}:$(({base} + id))"'
         )
-    lines.append('export TIDELOG_CONFIG_ADVERTISED_LISTENERS="$advertised"')
+    lines.append('set -- --override "broker.id=$id" --override "advertised.listeners=$advertised"')
     if spec.brokers.rack_topology_key is not None:
-        lines.append(f'export TIDELOG_CONFIG_BROKER_RACK="$(cat {RACK_DIR}/rack)"')
-    lines.append(f"exec tidelog-entrypoint tidelog-server {CONFIG_DIR}/server.properties")
+        lines.append(f'set -- "$@" --override "broker.rack=$(cat {RACK_DIR}/rack)"')
+    lines.append(f'exec tidelog-entrypoint tidelog-server {CONFIG_DIR}/server.properties "$@"')
     return "\n".join(lines)
 
 

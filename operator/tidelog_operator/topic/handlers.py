@@ -63,6 +63,16 @@ def _report(
     kube.patch_status(kube.api(), "topics", namespace, name, change)
 
 
+def _claim(namespace: str, name: str, topic: str | None) -> None:
+    """Record (or, with None, drop) the topic this Topic is creating."""
+
+    def change(status: dict) -> dict:
+        claimed = {**status, "topicName": topic}
+        return {k: v for k, v in claimed.items() if v is not None}
+
+    kube.patch_status(kube.api(), "topics", namespace, name, change)
+
+
 def _topic_name(name: str, spec: Any) -> str:
     return spec.get("topicName") or name
 
@@ -93,6 +103,7 @@ def _desired(name: str, spec: Any, status: Any) -> Desired:
         replication_factor=spec["replicationFactor"],
         config={k: str(v) for k, v in (spec.get("config") or {}).items()},
         owned_id=(status or {}).get("topicId"),
+        claimed=(status or {}).get("topicName") == _topic_name(name, spec),
     )
 
 
@@ -165,10 +176,19 @@ def sync_topic(name: str, namespace: str, spec: Any, status: Any, meta: Any, **_
     desired = _desired(name, spec, status)
     try:
         plan = plan_topic(desired, _actual(admin, desired.name))
+        if plan.create:  # claimed first: a creation whose answer is lost stays ours
+            _claim(namespace, name, desired.name)
         if plan.refused is None or plan.refused[0] != Reason.NOT_OWNED:
             _carry_out(admin, desired, plan)
             health = _health(admin, desired.name)
-    except (AdminError, OSError, ProtocolError) as error:
+    except AdminError as error:
+        if error.code == ErrorCode.TOPIC_ALREADY_EXISTS:  # another tool was quicker
+            _claim(namespace, name, None)
+        _report(
+            namespace, name, generation, False, Reason.CREATE_FAILED, f"{desired.name}: {error}"
+        )
+        raise kopf.TemporaryError(str(error), delay=30) from None
+    except (OSError, ProtocolError) as error:
         _report(
             namespace, name, generation, False, Reason.CREATE_FAILED, f"{desired.name}: {error}"
         )

@@ -6,7 +6,9 @@ spec, never shrink (a spec below what the topic has is refused, whether the spec
 or another tool added partitions); topic configs are set to the spec's, and overrides
 the spec does not name are deleted (drift made with other tools is reverted); a
 different replication factor becomes a planned reassignment. A topic of that name that
-this Topic did not create (its id is not the one in the status) is refused.
+this Topic did not create is refused: ours is the one whose id the status records, or,
+before an id is recorded, the one the status claims (``topicName``, written just before
+the creation, so that a creation whose answer was lost is still ours).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class Desired:
     replication_factor: int
     config: Mapping[str, str]
     owned_id: str | None  # the topic id this Topic created, from its status
+    claimed: bool = False  # the status names this topic, created by this Topic
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,8 @@ class TopicPlan:
 def plan_topic(desired: Desired, actual: Actual | None) -> TopicPlan:
     if actual is None:
         return TopicPlan(create=True)
-    if desired.owned_id is None or desired.owned_id != actual.topic_id:
+    ours = desired.owned_id == actual.topic_id if desired.owned_id else desired.claimed
+    if not ours:
         return TopicPlan(
             refused=(
                 Reason.NOT_OWNED,

@@ -1,0 +1,137 @@
+"""The operator on the kind cluster as a user installs it: ``helm install`` of
+``charts/tidelog-operator``, then ``kubectl apply -f examples/`` in a namespace of its
+own, and a toolbox pod there (the e2e client) to produce and consume with.
+
+:meth:`OperatorDeployment.remove` deletes the Cluster and its namespace, uninstalls the
+chart, deletes the local volumes the Cluster kept (its claims are retained, and so are
+the volumes) and wipes the disks, leaving them as the next user of the cluster expects.
+"""
+
+from __future__ import annotations
+
+import json
+
+from e2e.kind_cluster import KindCluster, run
+from e2e.paths import MANIFESTS, REPO
+from kubeapi.control_plane import find_tool
+
+__all__ = ["OperatorDeployment"]
+
+CHART = REPO / "charts" / "tidelog-operator"
+EXAMPLES = REPO / "examples"
+_CLIENT = ["python", "/opt/e2e/e2e_client.py"]
+
+
+class OperatorDeployment:
+    def __init__(self, cluster: KindCluster, namespace: str, release: str = "tidelog"):
+        self.cluster = cluster
+        self.namespace = namespace
+        self.release = release
+        self.operator_namespace = "tidelog-system"
+
+    # -- set-up and removal --------------------------------------------------------------
+
+    def helm(self, *args: str, timeout: float = 300) -> str:
+        return run(
+            find_tool("helm"), "--kubeconfig", str(self.cluster.kubeconfig), *args, timeout=timeout
+        )
+
+    def install(self, operator_image: str) -> None:
+        repository, _, tag = operator_image.rpartition(":")
+        self.helm(
+            "install",
+            self.release,
+            str(CHART),
+            "--namespace",
+            self.operator_namespace,
+            "--create-namespace",
+            "--set",
+            f"image.repository={repository}",
+            "--set",
+            f"image.tag={tag}",
+            "--wait",
+            "--timeout",
+            "180s",
+        )
+        self.cluster.kubectl("create", "namespace", self.namespace)
+        self.kubectl("apply", "--filename", str(EXAMPLES))
+        self.kubectl("apply", "--filename", str(MANIFESTS / "toolbox.yaml"))
+
+    def wait_ready(self, timeout: float = 600) -> None:
+        """Until the example Cluster is Ready, and the toolbox too."""
+        self.kubectl(
+            "wait",
+            "--for=condition=Ready",
+            "cluster/events",
+            f"--timeout={int(timeout)}s",
+            timeout=timeout + 10,
+        )
+        self.kubectl("wait", "--for=condition=Ready", "pod/toolbox", "--timeout=120s", timeout=130)
+
+    def remove(self) -> None:
+        """The namespace first, while the operator runs to finish the Topics' and
+        ConsumerGroups' deletion (their finalizers), then the release."""
+        self.kubectl("delete", "cluster/events", "--ignore-not-found", "--wait=true", timeout=300)
+        self.cluster.kubectl("delete", "namespace", self.namespace, "--wait=true", timeout=300)
+        self.helm(
+            "uninstall",
+            self.release,
+            "--namespace",
+            self.operator_namespace,
+            "--wait",
+            "--ignore-not-found",
+        )
+        self.cluster.kubectl(
+            "delete",
+            "persistentvolumes",
+            "--selector",
+            "tidelog.dev/cluster=events",
+            "--wait=true",
+            timeout=120,
+        )
+        self.cluster.kubectl(
+            "delete",
+            "namespace",
+            self.operator_namespace,
+            "--ignore-not-found",
+            "--wait=true",
+            timeout=300,
+        )
+        for node in self.cluster.workers():
+            self.cluster.node_exec(
+                node,
+                "sh",
+                "-c",
+                "find /mnt/disks/* -mindepth 1 -maxdepth 1 ! -name lost+found -exec rm -rf {} +",
+            )
+
+    # -- what the cluster says -------------------------------------------------------------
+
+    def kubectl(self, *args: str, **options) -> str:
+        return self.cluster.kubectl("--namespace", self.namespace, *args, **options)
+
+    def get(self, *args: str) -> dict:
+        return json.loads(self.kubectl("get", *args, "--output", "json"))
+
+    def condition(self, kind_name: str, type_: str) -> dict:
+        conditions = self.get(kind_name).get("status", {}).get("conditions", [])
+        return next((c for c in conditions if c["type"] == type_), {})
+
+    def wait_for(self, check, what: str, timeout: float = 180) -> None:
+        self.cluster.wait_for(check, what, timeout=timeout)
+
+    def client(self, command: str, *args: str, check: bool = True) -> dict:
+        """Run an e2e client command in the toolbox pod against the example Cluster."""
+        output = self.kubectl(
+            "exec",
+            "toolbox",
+            "--",
+            *_CLIENT,
+            command,
+            "--bootstrap",
+            "events-bootstrap:9092",
+            *args,
+            timeout=240,
+            check=check,
+        )
+        return json.loads(output.strip().splitlines()[-1])

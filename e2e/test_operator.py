@@ -1,0 +1,236 @@
+"""The operator on kind, as a user runs it: ``helm install`` of the chart, the examples
+applied as they are (a Cluster of three brokers on two local disks each, two Topics, a
+ConsumerGroup). The Cluster becomes Ready, each broker's volumes are the disks of its
+node, clients lose nothing, Topics and ConsumerGroups do what their specs say, a deleted
+broker pod comes back on its node with its data, ``helm test`` passes, and removing it
+all leaves nothing the operator made."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from e2e.conftest import Progress, operator_image
+from e2e.kind_cluster import ClusterError, KindCluster
+from e2e.operator_deployment import OperatorDeployment
+from e2e.paths import LOGS
+
+
+@pytest.fixture(scope="module")
+def deployment(kind_cluster: KindCluster, pytestconfig) -> Iterator[OperatorDeployment]:
+    deployed = OperatorDeployment(kind_cluster, "e2e-operator")
+    progress = Progress(pytestconfig)
+    try:
+        deployed.install(operator_image())
+        progress.done("helm install of the chart, kubectl apply of the examples")
+        deployed.wait_ready()
+        progress.done("the example Cluster Ready")
+    except ClusterError:
+        namespaces = [deployed.namespace, deployed.operator_namespace]
+        kind_cluster.save_state(LOGS / "operator-deploy", namespaces)
+        deployed.remove()
+        raise
+    yield deployed
+    deployed.remove()
+
+
+def broker_pods(deployment: OperatorDeployment) -> dict[str, dict]:
+    pods = deployment.get("pods", "--selector", "app.kubernetes.io/component=broker")["items"]
+    return {p["metadata"]["name"]: p for p in pods}
+
+
+def test_the_cluster_is_ready_with_each_brokers_volumes_on_its_node(deployment):
+    status = deployment.get("cluster/events")["status"]
+    assert status["readyBrokers"] == 3 and status["controller"] in (0, 1, 2)
+    assert status["bootstrap"] == "events-bootstrap.e2e-operator.svc:9092"
+    nodes = set()
+    for name, pod in broker_pods(deployment).items():
+        node = pod["spec"]["nodeName"]
+        nodes.add(node)
+        for disk in (0, 1):
+            claim = deployment.get(f"persistentvolumeclaim/data-{disk}-{name}")
+            volume = deployment.cluster.get(f"persistentvolume/{claim['spec']['volumeName']}")
+            assert volume["metadata"]["labels"]["tidelog.dev/node"] == node, (name, disk)
+            assert volume["spec"]["local"]["path"] == f"/mnt/disks/{disk}"
+            assert volume["metadata"]["labels"]["tidelog.dev/disk"] == str(disk)
+    assert len(nodes) == 3, "the brokers share a node"
+    dirs = {d["path"] for b in status["brokers"] for d in b.get("logDirs", [])}
+    assert dirs == {"/var/lib/tidelog/data-0", "/var/lib/tidelog/data-1"}
+    assert all(d["capacityBytes"] > 0 for b in status["brokers"] for d in b["logDirs"])
+    table = deployment.kubectl("get", "tidelog")
+    assert "cluster.tidelog.dev/events" in table and "topic.tidelog.dev/orders" in table
+
+
+def test_clients_lose_nothing_on_the_example_topic(deployment):
+    deployment.wait_for(
+        lambda: deployment.condition("topic/orders", "Ready").get("reason") == "Synced",
+        "the orders topic synced",
+    )
+    produced = deployment.client(
+        "produce", "--topic", "orders", "--count", "2000", "--prefix", "ok"
+    )
+    assert produced["acknowledged"] == 2000, produced
+    consumed = deployment.client(
+        "consume", "--topic", "orders", "--expect", "2000", "--prefix", "ok"
+    )
+    assert consumed["missing_count"] == 0, consumed
+
+
+def test_a_topic_grows_refuses_to_shrink_reverts_drift_and_goes(deployment):
+    manifest = """
+apiVersion: tidelog.dev/v1alpha1
+kind: Topic
+metadata: {name: scratch}
+spec: {clusterRef: events, partitions: %d, replicationFactor: 2, config: {retention.ms: "3600000"}}
+"""
+    deployment.kubectl("apply", "--filename", "-", input=manifest % 2)
+    synced = lambda: deployment.condition("topic/scratch", "Ready").get("reason") == "Synced"  # noqa: E731
+    deployment.wait_for(synced, "the scratch topic created")
+    deployment.kubectl("apply", "--filename", "-", input=manifest % 4)
+    deployment.wait_for(
+        lambda: len(deployment.client("describe-topic", "--topic", "scratch")["partitions"]) == 4,
+        "4 partitions",
+    )
+    deployment.kubectl("apply", "--filename", "-", input=manifest % 3)
+    deployment.wait_for(
+        lambda: deployment.condition("topic/scratch", "Ready").get("reason")
+        == "PartitionsDecreaseRefused",
+        "the decrease refused",
+    )
+    deployment.kubectl("apply", "--filename", "-", input=manifest % 4)
+    deployment.wait_for(synced, "synced again")
+    changed = deployment.client("set-config", "--topic", "scratch", "--config", "retention.ms=1000")
+    assert changed["error_code"] == 0, changed
+    deployment.wait_for(
+        lambda: deployment.get("topic/scratch")["status"].get("observedGeneration")
+        and _retention(deployment, "scratch") == "3600000",
+        "the drift reverted",
+        timeout=120,
+    )
+    deployment.kubectl("delete", "topic/scratch", "--wait=true", timeout=120)
+    assert deployment.client("describe-topic", "--topic", "scratch", check=False)["error_code"] == 3
+
+
+def _retention(deployment: OperatorDeployment, topic: str) -> str:
+    output = deployment.kubectl(
+        "exec",
+        "toolbox",
+        "--",
+        "tidelog-topics",
+        "--bootstrap-server",
+        "events-bootstrap:9092",
+        "--describe",
+        "--topic",
+        topic,
+    )
+    configs = output.splitlines()[0].split("Configs: ")[1]
+    return dict(item.split("=", 1) for item in configs.split(",") if item).get("retention.ms", "")
+
+
+def test_a_consumer_group_reset_waits_for_an_empty_group(deployment):
+    deployment.wait_for(
+        lambda: deployment.condition("topic/orders", "Ready").get("reason") == "Synced",
+        "the orders topic synced",
+    )
+    deployment.client("produce", "--topic", "orders", "--count", "100", "--prefix", "lag")
+    consumed = deployment.client(
+        "consume",
+        "--topic",
+        "orders",
+        "--expect",
+        "100",
+        "--prefix",
+        "lag",
+        "--group",
+        "order-readers",
+    )
+    assert consumed["missing_count"] == 0
+    deployment.wait_for(
+        lambda: deployment.get("consumergroup/order-readers")["status"].get("state") == "Empty"
+        and deployment.get("consumergroup/order-readers")["status"]["totalLag"] == 0,
+        "the group's lag observed",
+    )
+    deployment.kubectl(
+        "patch",
+        "consumergroup/order-readers",
+        "--type=merge",
+        "--patch",
+        '{"spec": {"reset": {"id": "replay-1", "to": "earliest"}}}',
+    )
+    deployment.wait_for(
+        lambda: deployment.get("consumergroup/order-readers")["status"]
+        .get("lastReset", {})
+        .get("id")
+        == "replay-1",
+        "the reset applied",
+    )
+    status = deployment.get("consumergroup/order-readers")["status"]
+    assert status["totalLag"] >= 100  # every record of the topic, again
+    row = deployment.kubectl("get", "consumergroup/order-readers").splitlines()[1].split()
+    assert row[3] == "Empty" and int(row[5]) == status["totalLag"]
+
+
+def test_a_deleted_broker_pod_comes_back_on_its_node_with_its_data(deployment):
+    produced = deployment.client(
+        "produce", "--topic", "orders", "--count", "500", "--prefix", "kept"
+    )
+    assert produced["acknowledged"] == 500, produced
+    before = broker_pods(deployment)["events-broker-1"]
+    node = before["spec"]["nodeName"]
+    listing = deployment.kubectl("exec", "events-broker-1", "--", "ls", "/var/lib/tidelog/data-0")
+    deployment.kubectl("delete", "pod", "events-broker-1", "--wait=true", timeout=180)
+    deployment.wait_for(
+        lambda: (p := broker_pods(deployment).get("events-broker-1"))
+        and p["metadata"]["uid"] != before["metadata"]["uid"]
+        and any(
+            c["type"] == "Ready" and c["status"] == "True"
+            for c in p["status"].get("conditions", [])
+        ),
+        "broker 1 back",
+        timeout=300,
+    )
+    assert broker_pods(deployment)["events-broker-1"]["spec"]["nodeName"] == node
+    after = deployment.kubectl("exec", "events-broker-1", "--", "ls", "/var/lib/tidelog/data-0")
+    kept = {name for name in listing.split() if name.startswith("orders-")}
+    assert kept and kept <= set(after.split())
+    consumed = deployment.client(
+        "consume", "--topic", "orders", "--expect", "500", "--prefix", "kept"
+    )
+    assert consumed["missing_count"] == 0, consumed
+
+
+def test_helm_test_passes(deployment):
+    output = deployment.helm(
+        "test", deployment.release, "--namespace", deployment.operator_namespace
+    )
+    assert "Phase:          Succeeded" in output, output
+
+
+def test_deleting_the_cluster_and_uninstalling_leave_only_what_the_policy_keeps(deployment):
+    """Last: the Topics and ConsumerGroups go (the operator deletes their topics), the
+    Cluster's children go with it but for the claims (claimRetention Retain keeps them,
+    and their volumes); the chart's objects go with the release."""
+    deployment.kubectl("delete", "topics,consumergroups", "--all", "--wait=true", timeout=180)
+    deployment.kubectl("delete", "cluster/events", "--wait=true", timeout=300)
+    selector = "--selector=tidelog.dev/cluster=events"
+    deployment.wait_for(
+        lambda: not deployment.get(
+            "statefulsets,services,configmaps,poddisruptionbudgets,pods", selector
+        )["items"],
+        "the Cluster's children collected",
+        timeout=300,
+    )
+    claims = deployment.get("persistentvolumeclaims", selector)["items"]
+    assert len(claims) == 6 and all(c["status"]["phase"] == "Bound" for c in claims)
+    deployment.helm(
+        "uninstall", deployment.release, "--namespace", deployment.operator_namespace, "--wait"
+    )
+    left = deployment.cluster.get(
+        "deployments,serviceaccounts,services", "--namespace", deployment.operator_namespace
+    )
+    assert not [i for i in left["items"] if i["metadata"]["name"] != "default"], left["items"]
+    roles = deployment.cluster.kubectl(
+        "get", "clusterroles,clusterrolebindings,storageclasses", "--output", "name"
+    )
+    assert "tidelog-tidelog-operator" not in roles and "tidelog-local" not in roles
