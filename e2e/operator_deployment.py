@@ -10,8 +10,9 @@ the volumes) and wipes the disks, leaving them as the next user of the cluster e
 from __future__ import annotations
 
 import json
+import subprocess
 
-from e2e.kind_cluster import KindCluster, run
+from e2e.kind_cluster import ClusterError, KindCluster, run
 from e2e.paths import MANIFESTS, REPO
 from kubeapi.control_plane import find_tool
 
@@ -119,6 +120,37 @@ class OperatorDeployment:
 
     def wait_for(self, check, what: str, timeout: float = 180) -> None:
         self.cluster.wait_for(check, what, timeout=timeout)
+
+    def client_started(self, command: str, *args: str) -> subprocess.Popen:
+        """An e2e client command running in the toolbox while the test goes on; its
+        result with :meth:`client_result`."""
+        return subprocess.Popen(
+            [
+                self.cluster.kubectl_path,
+                "--kubeconfig",
+                str(self.cluster.kubeconfig),
+                "--namespace",
+                self.namespace,
+                "exec",
+                "toolbox",
+                "--",
+                *_CLIENT,
+                command,
+                "--bootstrap",
+                "events-bootstrap:9092",
+                *args,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    @staticmethod
+    def client_result(process: subprocess.Popen, timeout: float = 600) -> dict:
+        out, err = process.communicate(timeout=timeout)
+        if not out.strip():
+            raise ClusterError(f"the client printed nothing (exit {process.returncode}): {err}")
+        return json.loads(out.strip().splitlines()[-1])
 
     def client(self, command: str, *args: str, check: bool = True) -> dict:
         """Run an e2e client command in the toolbox pod against the example Cluster."""

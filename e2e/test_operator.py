@@ -7,6 +7,7 @@ all leaves nothing the operator made."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -198,6 +199,49 @@ def test_a_deleted_broker_pod_comes_back_on_its_node_with_its_data(deployment):
         "consume", "--topic", "orders", "--expect", "500", "--prefix", "kept"
     )
     assert consumed["missing_count"] == 0, consumed
+
+
+def test_a_config_change_rolls_every_broker_while_a_producer_runs(deployment):
+    """One broker at a time, the controller last, never below min.insync.replicas: an
+    acks=all producer at 15 records a second sees every record acknowledged."""
+    producer = deployment.client_started(
+        "produce", "--topic", "orders", "--count", "3000", "--per-second", "15", "--prefix", "roll"
+    )
+    before = deployment.get("statefulset/events-broker")["status"]["updateRevision"]
+    deployment.kubectl(
+        "patch",
+        "cluster/events",
+        "--type=merge",
+        "--patch",
+        '{"spec": {"brokers": {"config": {"num.io.threads": 4}}}}',
+    )
+
+    def rolled() -> bool:
+        revision = deployment.get("statefulset/events-broker")["status"]["updateRevision"]
+        pods = broker_pods(deployment).values()
+        return (
+            revision != before
+            and all(p["metadata"]["labels"]["controller-revision-hash"] == revision for p in pods)
+            and deployment.condition("cluster/events", "Progressing").get("reason") == "Idle"
+            and deployment.condition("cluster/events", "Ready").get("status") == "True"
+        )
+
+    deployment.wait_for(rolled, "every broker restarted on the new config", timeout=600)
+    produced = deployment.client_result(producer)
+    assert produced == {"acknowledged": 3000, "failures": []}, produced
+    consumed = deployment.client(
+        "consume", "--topic", "orders", "--expect", "3000", "--prefix", "roll"
+    )
+    assert consumed["missing_count"] == 0, consumed
+    events = deployment.kubectl(
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=events,reason=RollingRestart",
+        "--output",
+        "jsonpath={.items[*].message}",
+    )
+    assert sorted(set(re.findall(r"broker (\d) runs an old revision", events))) == ["0", "1", "2"]
 
 
 def test_helm_test_passes(deployment):

@@ -7,12 +7,14 @@ prints one JSON document on stdout and exits non-zero when what it checks is not
                                         [--timeout S]
     python e2e_client.py describe-topic --bootstrap B --topic T
     python e2e_client.py produce        --bootstrap B --topic T --count N [--prefix S]
+                                        [--per-second R]
     python e2e_client.py consume        --bootstrap B --topic T --expect N [--prefix S]
                                         [--group G]
     python e2e_client.py set-config     --bootstrap B --topic T --config KEY=VALUE ...
 
-``produce`` writes with acks=all (otherwise kafka-python's defaults) and reports what was
-acknowledged; ``consume`` reads the topic from the beginning (as group G, which commits
+``produce`` writes with acks=all (otherwise kafka-python's defaults), R records a
+second with ``--per-second`` (a producer running while something happens), and reports
+what was acknowledged; ``consume`` reads the topic from the beginning (as group G, which commits
 what it read, when given) and fails unless it finds every record ``produce`` would have
 written with that prefix and count; ``set-config`` sets topic configs, as another tool
 than the operator would.
@@ -75,7 +77,12 @@ def produce(args: argparse.Namespace) -> dict:
     # kafka-python's defaults are the Java producer's: retries until delivery.timeout.ms
     # (120 s), which rides out a leader's failover as applications expect.
     producer = KafkaProducer(bootstrap_servers=args.bootstrap, acks="all")
-    futures = [producer.send(args.topic, value) for value in values(args.prefix, args.count)]
+    futures = []
+    started = time.monotonic()
+    for n, value in enumerate(values(args.prefix, args.count)):
+        if args.per_second:
+            time.sleep(max(0.0, started + n / args.per_second - time.monotonic()))
+        futures.append(producer.send(args.topic, value))
     producer.flush(120)
     failures = [str(f.exception) for f in futures if f.failed()]
     producer.close()
@@ -134,6 +141,7 @@ def _parser() -> argparse.ArgumentParser:
             command.add_argument("--prefix", default="record")
         if name == "produce":
             command.add_argument("--count", type=int, required=True)
+            command.add_argument("--per-second", type=float)
         if name == "consume":
             command.add_argument("--expect", type=int, required=True)
             command.add_argument("--timeout", type=float, default=60)

@@ -3,8 +3,9 @@
 * create, spec update, resume: apply the children (owned by the Cluster, so deleting it
   deletes them) and the local volumes, and record the config check (``ConfigValid``,
   and a Warning event naming refused keys);
-* every ``OBSERVE_INTERVAL_S``: recycle released local volumes, observe pods and
-  brokers and write the status (only when it changes).
+* every ``OBSERVE_INTERVAL_S``: recycle released local volumes, take one step of the
+  rolling restart (``rolling.py``: a broker on an old pod template is restarted when it
+  is safe), observe pods and brokers and write the status (only when it changes).
 """
 
 from __future__ import annotations
@@ -14,13 +15,17 @@ from typing import Any
 
 import kopf
 
+from tidelog.admin import AdminError
+from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import conditions, kube
 from tidelog_operator.cluster.children import desired_children
-from tidelog_operator.cluster.observe import cluster_status, observe
+from tidelog_operator.cluster.observe import cluster_status, observe, rolling_status
+from tidelog_operator.cluster.restarts import roll_once
+from tidelog_operator.cluster.rolling import RollDecision
 from tidelog_operator.cluster.volumes import recycle_released_volumes, sync_local_volumes
 from tidelog_operator.conditions import Reason
 from tidelog_operator.names import GROUP, VERSION
-from tidelog_operator.spec import parse_cluster
+from tidelog_operator.spec import ClusterSpec, parse_cluster
 
 __all__ = ["OBSERVE_INTERVAL_S"]
 
@@ -67,12 +72,22 @@ def observe_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, 
     parsed = parse_cluster(name, namespace, spec)
     for volume in recycle_released_volumes(kube.api(), parsed, parsed.brokers.image):
         kopf.info(body, reason="VolumeRecycled", message=f"{volume} wiped and available again")
+    roll = _roll(parsed)
+    if roll.action == "restart":
+        kopf.info(body, reason=Reason.ROLLING_RESTART, message=roll.reason)
     seen = observe(kube.api(), parsed)
     generation = meta.get("generation")
-    kube.patch_status(
-        kube.api(),
-        "clusters",
-        namespace,
-        name,
-        lambda status: cluster_status(status, seen, parsed, generation=generation, now=now()),
-    )
+
+    def change(status: dict[str, Any]) -> dict[str, Any]:
+        updated = cluster_status(status, seen, parsed, generation=generation, now=now())
+        return rolling_status(updated, roll, generation=generation, now=now())
+
+    kube.patch_status(kube.api(), "clusters", namespace, name, change)
+
+
+def _roll(spec: ClusterSpec) -> RollDecision:
+    """One step of the roller; a wait while the brokers cannot be asked."""
+    try:
+        return roll_once(kube.api(), spec)
+    except (AdminError, OSError, ProtocolError) as error:
+        return RollDecision("wait", None, f"the brokers do not answer: {error}")

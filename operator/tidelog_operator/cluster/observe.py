@@ -21,7 +21,7 @@ from tidelog_operator.builders.brokers import bootstrap_address
 from tidelog_operator.conditions import Reason
 from tidelog_operator.spec import ClusterSpec
 
-__all__ = ["BrokerView", "Observation", "cluster_status", "observe"]
+__all__ = ["BrokerView", "Observation", "cluster_status", "observe", "rolling_status"]
 
 logger = logging.getLogger(__name__)
 
@@ -213,3 +213,28 @@ def _broker_entry(view: BrokerView) -> dict[str, Any]:
     if view.log_dirs:
         entry["logDirs"] = list(view.log_dirs)
     return entry
+
+
+def rolling_status(
+    current: Mapping[str, Any], roll, *, generation: int, now: str
+) -> dict[str, Any]:
+    """The roll's part of the status: ``rolling`` (which broker, why) and Progressing."""
+    status = dict(current)
+    if roll.action == "done":
+        status.pop("rolling", None)
+        holds, reason, message = False, Reason.IDLE, "every broker runs the current pod template"
+    else:
+        status["rolling"] = {"reason": roll.reason}
+        if roll.broker is not None:
+            status["rolling"]["broker"] = roll.broker
+        holds, reason, message = True, Reason.ROLLING_RESTART, roll.reason
+    status["conditions"] = conditions.set_condition(
+        status.get("conditions", []),
+        conditions.PROGRESSING,
+        holds,
+        reason,
+        message,
+        generation=generation,
+        now=now,
+    )
+    return status
