@@ -33,10 +33,16 @@ _RESOURCES = {
     ("v1", "ConfigMap"): ("/api/v1", "configmaps", True),
     ("v1", "Service"): ("/api/v1", "services", True),
     ("v1", "Pod"): ("/api/v1", "pods", True),
+    ("v1", "ServiceAccount"): ("/api/v1", "serviceaccounts", True),
     ("v1", "PersistentVolume"): ("/api/v1", "persistentvolumes", False),
     ("v1", "PersistentVolumeClaim"): ("/api/v1", "persistentvolumeclaims", True),
     ("apps/v1", "StatefulSet"): ("/apis/apps/v1", "statefulsets", True),
     ("policy/v1", "PodDisruptionBudget"): ("/apis/policy/v1", "poddisruptionbudgets", True),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): (
+        "/apis/rbac.authorization.k8s.io/v1",
+        "clusterrolebindings",
+        False,
+    ),
 }
 
 

@@ -13,9 +13,11 @@ __all__ = [
     "broker_labels",
     "broker_pod",
     "broker_service",
+    "broker_service_account",
     "brokers_service",
     "brokers_statefulset",
     "cluster_labels",
+    "node_reader_binding_name",
     "zookeeper_labels",
     "zookeeper_service",
     "zookeeper_statefulset",
@@ -70,6 +72,15 @@ def bootstrap_service(cluster: str) -> str:
 def broker_service(cluster: str, broker_id: int) -> str:
     """A broker's own NodePort Service (external access)."""
     return f"{broker_pod(cluster, broker_id)}-external"
+
+
+def broker_service_account(cluster: str) -> str:
+    return f"{cluster}-broker"
+
+
+def node_reader_binding_name(namespace: str, cluster: str) -> str:
+    """The ClusterRoleBinding that lets a Cluster's brokers read their nodes' racks."""
+    return f"tidelog-{namespace}-{cluster}-broker-nodes"
 
 
 def broker_config_map(cluster: str) -> str:

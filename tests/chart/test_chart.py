@@ -75,11 +75,18 @@ def test_rbac_follows_watch_namespaces():
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args == ["--standalone", "--namespace=a", "--namespace=b"]
     # only the verbs the operator uses: it never lists Services or edits Nodes
-    (volumes,) = [d for d in some if d["kind"] == "ClusterRole"]
-    assert {r["resources"][0]: r["verbs"] for r in volumes["rules"]} == {
+    roles = {d["metadata"]["name"]: d for d in some if d["kind"] == "ClusterRole"}
+    scoped = roles["tl-tidelog-operator-cluster-scoped"]["rules"]
+    assert {r["resources"][0]: r["verbs"] for r in scoped} == {
         "persistentvolumes": ["get", "list", "create", "patch", "delete"],
         "nodes": ["list"],
+        "clusterrolebindings": ["get", "create", "patch", "delete"],
+        "clusterroles": ["bind"],
     }
+    assert scoped[-1]["resourceNames"] == ["tl-tidelog-operator-node-reader"]
+    assert roles["tl-tidelog-operator-node-reader"]["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}
+    ]
 
 
 def test_the_chart_installs_and_uninstalls(kube_control_plane: ControlPlane, kube_namespace: str):

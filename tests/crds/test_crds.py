@@ -36,6 +36,43 @@ def walk(schema: dict, path: str) -> Iterator[tuple[str, dict]]:
         yield from walk(schema["additionalProperties"], f"{path}{{}}")
 
 
+SCHEMA_KEYWORDS = {
+    "type",
+    "description",
+    "properties",
+    "items",
+    "additionalProperties",
+    "required",
+    "enum",
+    "default",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minItems",
+    "maxItems",
+    "anyOf",
+    "nullable",
+}
+
+
+def test_every_schema_node_holds_only_schema_keywords():
+    """A flow mapping whose description holds a comma (``{type: string, description:
+    Why, for a human.}``) makes a key of the rest: the API server refuses such a CRD on
+    update. Every key of every schema node must be an OpenAPI keyword."""
+    for document in crd_documents():
+        (version,) = document["spec"]["versions"]
+        for path, schema in walk(
+            version["schema"]["openAPIV3Schema"], document["spec"]["names"]["kind"]
+        ):
+            odd = {
+                k for k in schema if k not in SCHEMA_KEYWORDS and not k.startswith("x-kubernetes-")
+            }
+            assert not odd, f"{path}: {odd}"
+
+
 def test_every_field_is_described_and_typed():
     documents = crd_documents()
     assert {d["spec"]["names"]["kind"] for d in documents} == set(PLURALS)

@@ -35,7 +35,7 @@ def test_each_volume_is_a_claim_template_mounted_as_a_log_dir():
     spec = cluster(VOLUMES)
     keys = brokers.operator_keys(spec, "zk:2181")
     assert keys["log.dirs"] == "/var/lib/tidelog/data-0,/var/lib/tidelog/data-1"
-    built = brokers.statefulset(spec, "hash-1", "tidelog-broker")
+    built = brokers.statefulset(spec, "hash-1")
     templates = built["spec"]["volumeClaimTemplates"]
     assert [t["metadata"]["name"] for t in templates] == ["data-0", "data-1"]
     assert templates[1]["spec"]["storageClassName"] == "fast"
@@ -58,7 +58,7 @@ def test_a_broker_learns_its_id_and_names_at_start():
             "brokers": {"external": {"nodePortBase": 31000}, "rack": {"topologyKey": "zone"}},
         }
     )
-    built = brokers.statefulset(spec, "h", "sa")
+    built = brokers.statefulset(spec, "h")
     pod = built["spec"]["template"]["spec"]
     script = pod["containers"][0]["command"][2]
     assert '--override "broker.id=$id" --override "advertised.listeners=$advertised"' in script
@@ -90,7 +90,7 @@ def test_services_and_the_disruption_budget():
     assert brokers.bootstrap_address(spec) == "events-bootstrap.prod.svc:9092"
     assert brokers.pod_disruption_budget(spec)["spec"]["maxUnavailable"] == 1
     assert brokers.external_services(spec) == []
-    assert "initContainers" not in brokers.statefulset(spec, "h", "sa")["spec"]["template"]["spec"]
+    assert "initContainers" not in brokers.statefulset(spec, "h")["spec"]["template"]["spec"]
 
 
 def test_zookeeper_is_an_ensemble_of_ours_or_an_external_one():
@@ -128,7 +128,7 @@ def test_local_disks_become_volumes_per_node_that_claims_select():
     assert second["spec"]["storageClassName"] == "tidelog-local"
     affinity = second["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]
     assert affinity["matchExpressions"][0]["values"] == ["worker-a"]
-    templates = brokers.statefulset(spec, "h", "sa")["spec"]["volumeClaimTemplates"]
+    templates = brokers.statefulset(spec, "h")["spec"]["volumeClaimTemplates"]
     selector = templates[1]["spec"]["selector"]["matchLabels"]
     assert all(second["metadata"]["labels"][k] == v for k, v in selector.items())
     assert selector["tidelog.dev/disk"] == "1"
@@ -189,3 +189,17 @@ def test_a_topic_is_ours_by_its_id_or_by_the_claim_made_before_creating_it():
     assert plan_topic(Desired("t", 3, 2, {}, owned_id="id-1"), actual).nothing_to_do
     recreated = Desired("t", 3, 2, {}, owned_id="id-0", claimed=True)
     assert plan_topic(recreated, actual).refused[0] == "NotOwned"
+
+
+def test_rack_aware_brokers_get_an_account_bound_to_read_their_nodes():
+    spec = cluster({**VOLUMES, "brokers": {"rack": {"topologyKey": "zone"}}})
+    pod = brokers.statefulset(spec, "h")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "events-broker"
+    assert brokers.service_account(spec)["metadata"]["name"] == "events-broker"
+    binding = brokers.node_reader_binding(spec, "tl-node-reader")
+    assert binding["metadata"]["name"] == "tidelog-prod-events-broker-nodes"
+    assert binding["roleRef"]["name"] == "tl-node-reader"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "events-broker", "namespace": "prod"}
+    ]
+    assert brokers.node_reader_binding(cluster(VOLUMES), "tl-node-reader") is None

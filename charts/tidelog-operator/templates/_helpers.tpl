@@ -46,7 +46,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   resources: [events]
   verbs: [create, patch]
 - apiGroups: [""]
-  resources: [configmaps, services]
+  resources: [configmaps, services, serviceaccounts]
   verbs: [get, create, patch]
 - apiGroups: [""]
   resources: [pods]

@@ -27,8 +27,10 @@ __all__ = [
     "broker_keys",
     "brokers_service",
     "external_services",
+    "node_reader_binding",
     "operator_keys",
     "pod_disruption_budget",
+    "service_account",
     "statefulset",
 ]
 
@@ -155,6 +157,43 @@ def external_services(spec: ClusterSpec) -> list[dict[str, Any]]:
     ]
 
 
+def service_account(spec: ClusterSpec) -> dict[str, Any]:
+    """The brokers' own ServiceAccount (their init container reads their node's rack)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _meta(names.broker_service_account(spec.name), spec),
+    }
+
+
+def node_reader_binding(spec: ClusterSpec, cluster_role: str) -> dict[str, Any] | None:
+    """Binds ``cluster_role`` (get nodes) to the brokers' ServiceAccount, when the
+    Cluster is rack-aware; cluster-scoped, so not owned by the Cluster: its deletion
+    handler deletes it."""
+    if spec.brokers.rack_topology_key is None:
+        return None
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {
+            "name": names.node_reader_binding_name(spec.namespace, spec.name),
+            "labels": {**names.broker_labels(spec.name), "tidelog.dev/namespace": spec.namespace},
+        },
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": cluster_role,
+        },
+        "subjects": [
+            {
+                "kind": "ServiceAccount",
+                "name": names.broker_service_account(spec.name),
+                "namespace": spec.namespace,
+            }
+        ],
+    }
+
+
 def pod_disruption_budget(spec: ClusterSpec) -> dict[str, Any]:
     """At most one broker down by choice (a drain), so that replication factor 3 with
     ``min.insync.replicas`` 2 keeps taking writes."""
@@ -238,10 +277,9 @@ def _claim(spec: ClusterSpec, volume) -> dict[str, Any]:
     }
 
 
-def statefulset(spec: ClusterSpec, config_hash: str, service_account: str) -> dict[str, Any]:
+def statefulset(spec: ClusterSpec, config_hash: str) -> dict[str, Any]:
     """The brokers. ``config_hash`` (of their server.properties) marks the pod template,
-    so that a config change makes the roll restart them; ``service_account`` may read
-    nodes (the rack)."""
+    so that a config change makes the roll restart them."""
     labels = names.broker_labels(spec.name)
     volume_mounts = [{"name": v.claim, "mountPath": v.path} for v in spec.volumes]
     volume_mounts.append({"name": "config", "mountPath": CONFIG_DIR})
@@ -273,7 +311,7 @@ def statefulset(spec: ClusterSpec, config_hash: str, service_account: str) -> di
     if spec.brokers.resources:
         container["resources"] = dict(spec.brokers.resources)
     pod_spec: dict[str, Any] = {
-        "serviceAccountName": service_account,
+        "serviceAccountName": names.broker_service_account(spec.name),
         # the image runs as uid 1001; the volumes' files become its group's
         "securityContext": {"runAsNonRoot": True, "fsGroup": 1001},
         "terminationGracePeriodSeconds": spec.brokers.termination_grace_period_seconds,

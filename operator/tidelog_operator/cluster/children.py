@@ -22,7 +22,7 @@ class Children:
     config_hash: str
 
 
-def desired_children(spec: ClusterSpec, service_account: str) -> Children:
+def desired_children(spec: ClusterSpec) -> Children:
     """The namespaced objects of the Cluster, in the order they are applied."""
     connect = zookeeper.connect_string(spec)
     checked = check_config(spec.brokers.config, brokers.broker_keys(spec, connect, 0))
@@ -33,11 +33,12 @@ def desired_children(spec: ClusterSpec, service_account: str) -> Children:
     if ensemble is not None:
         objects += [zookeeper.zookeeper_service(spec), ensemble]
     objects += [
+        brokers.service_account(spec),
         brokers.broker_config_map(spec, properties),
         brokers.brokers_service(spec),
         brokers.bootstrap_service(spec),
         *brokers.external_services(spec),
         brokers.pod_disruption_budget(spec),
-        brokers.statefulset(spec, config_hash, service_account),
+        brokers.statefulset(spec, config_hash),
     ]
     return Children(objects, checked, config_hash)

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import datetime
+import os
 from typing import Any
 
 import kopf
@@ -18,19 +19,21 @@ import kopf
 from tidelog.admin import AdminError
 from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import conditions, kube
+from tidelog_operator.builders.brokers import node_reader_binding
 from tidelog_operator.cluster.children import desired_children
 from tidelog_operator.cluster.observe import cluster_status, observe, rolling_status
 from tidelog_operator.cluster.restarts import roll_once
 from tidelog_operator.cluster.rolling import RollDecision
 from tidelog_operator.cluster.volumes import recycle_released_volumes, sync_local_volumes
 from tidelog_operator.conditions import Reason
-from tidelog_operator.names import GROUP, VERSION
+from tidelog_operator.names import GROUP, VERSION, node_reader_binding_name
 from tidelog_operator.spec import ClusterSpec, parse_cluster
 
 __all__ = ["OBSERVE_INTERVAL_S"]
 
 OBSERVE_INTERVAL_S = 10.0
-BROKER_SERVICE_ACCOUNT = "default"
+# The ClusterRole (get nodes) that rack-aware brokers are bound to; the chart makes it.
+NODE_READER_ROLE = os.environ.get("TIDELOG_NODE_READER_ROLE", "tidelog-node-reader")
 
 
 def now() -> str:
@@ -42,10 +45,13 @@ def now() -> str:
 @kopf.on.update(GROUP, VERSION, "clusters", field="spec")
 def reconcile_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, **_: Any) -> None:
     parsed = parse_cluster(name, namespace, spec)
-    children = desired_children(parsed, BROKER_SERVICE_ACCOUNT)
+    children = desired_children(parsed)
     for obj in children.objects:
         kopf.adopt(obj, owner=body)
         kube.apply(kube.api(), obj)
+    binding = node_reader_binding(parsed, NODE_READER_ROLE)
+    if binding is not None:
+        kube.apply(kube.api(), binding)
     sync_local_volumes(kube.api(), parsed)
     checked = children.config
     if not checked.valid:
@@ -91,3 +97,16 @@ def _roll(spec: ClusterSpec) -> RollDecision:
         return roll_once(kube.api(), spec)
     except (AdminError, OSError, ProtocolError) as error:
         return RollDecision("wait", None, f"the brokers do not answer: {error}")
+
+
+@kopf.on.delete(GROUP, VERSION, "clusters")
+def forget_cluster(name: str, namespace: str, **_: Any) -> None:
+    """What the Cluster cannot own, being cluster-scoped: its brokers' node-reading
+    binding (its local volumes stay, as claimRetention says of its data)."""
+    kube.delete(
+        kube.api(),
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRoleBinding",
+        node_reader_binding_name(namespace, name),
+        None,
+    )
