@@ -193,6 +193,17 @@ class KindCluster:
         """Run a command in a node container (as `docker exec`)."""
         return run("docker", "exec", node, *command, check=check)
 
+    def wipe_disks(self) -> None:
+        """Empty every worker's disks (/mnt/disks/*) but lost+found, as the next user of
+        the cluster expects them."""
+        for node in self.workers():
+            self.node_exec(
+                node,
+                "sh",
+                "-c",
+                "find /mnt/disks/* -mindepth 1 -maxdepth 1 ! -name lost+found -exec rm -rf {} +",
+            )
+
     def restart_node(self, node: str) -> None:
         run("docker", "restart", node, timeout=180)
 

@@ -98,13 +98,7 @@ class OperatorDeployment:
             "--wait=true",
             timeout=300,
         )
-        for node in self.cluster.workers():
-            self.cluster.node_exec(
-                node,
-                "sh",
-                "-c",
-                "find /mnt/disks/* -mindepth 1 -maxdepth 1 ! -name lost+found -exec rm -rf {} +",
-            )
+        self.cluster.wipe_disks()
 
     # -- what the cluster says -------------------------------------------------------------
 
@@ -121,25 +115,31 @@ class OperatorDeployment:
     def wait_for(self, check, what: str, timeout: float = 180) -> None:
         self.cluster.wait_for(check, what, timeout=timeout)
 
+    def _client_command(self, command: str, *args: str) -> list[str]:
+        """kubectl exec of an e2e client command in the toolbox pod against the Cluster."""
+        return [
+            "exec",
+            "toolbox",
+            "--",
+            *_CLIENT,
+            command,
+            "--bootstrap",
+            "events-bootstrap:9092",
+            *args,
+        ]
+
     def client_started(self, command: str, *args: str) -> subprocess.Popen:
-        """An e2e client command running in the toolbox while the test goes on; its
-        result with :meth:`client_result`."""
+        """An e2e client command running while the test goes on; its result with
+        :meth:`client_result`."""
+        kubectl = [
+            self.cluster.kubectl_path,
+            "--kubeconfig",
+            str(self.cluster.kubeconfig),
+            "--namespace",
+            self.namespace,
+        ]
         return subprocess.Popen(
-            [
-                self.cluster.kubectl_path,
-                "--kubeconfig",
-                str(self.cluster.kubeconfig),
-                "--namespace",
-                self.namespace,
-                "exec",
-                "toolbox",
-                "--",
-                *_CLIENT,
-                command,
-                "--bootstrap",
-                "events-bootstrap:9092",
-                *args,
-            ],
+            [*kubectl, *self._client_command(command, *args)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -153,17 +153,6 @@ class OperatorDeployment:
         return json.loads(out.strip().splitlines()[-1])
 
     def client(self, command: str, *args: str, check: bool = True) -> dict:
-        """Run an e2e client command in the toolbox pod against the example Cluster."""
-        output = self.kubectl(
-            "exec",
-            "toolbox",
-            "--",
-            *_CLIENT,
-            command,
-            "--bootstrap",
-            "events-bootstrap:9092",
-            *args,
-            timeout=240,
-            check=check,
-        )
+        """Run an e2e client command and wait for its result."""
+        output = self.kubectl(*self._client_command(command, *args), timeout=240, check=check)
         return json.loads(output.strip().splitlines()[-1])

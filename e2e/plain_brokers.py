@@ -54,13 +54,7 @@ class PlainBrokers:
             "--wait=true",
             timeout=120,
         )
-        for node in self.cluster.workers():
-            self.cluster.node_exec(
-                node,
-                "sh",
-                "-c",
-                "find /mnt/disks/* -mindepth 1 -maxdepth 1 ! -name lost+found -exec rm -rf {} +",
-            )
+        self.cluster.wipe_disks()
 
     # -- what the cluster says -------------------------------------------------------------
 

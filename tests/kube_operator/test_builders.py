@@ -203,3 +203,17 @@ def test_rack_aware_brokers_get_an_account_bound_to_read_their_nodes():
         {"kind": "ServiceAccount", "name": "events-broker", "namespace": "prod"}
     ]
     assert brokers.node_reader_binding(cluster(VOLUMES), "tl-node-reader") is None
+
+
+def test_brokers_and_zookeeper_servers_prefer_nodes_of_their_own():
+    spec = cluster(VOLUMES)
+    for built in (brokers.statefulset(spec, "h"), zookeeper.zookeeper_statefulset(spec, "i")):
+        pod = built["spec"]["template"]["spec"]
+        (term,) = pod["affinity"]["podAntiAffinity"][
+            "preferredDuringSchedulingIgnoredDuringExecution"
+        ]
+        assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+        assert (
+            term["podAffinityTerm"]["labelSelector"]["matchLabels"]
+            == built["spec"]["selector"]["matchLabels"]
+        )

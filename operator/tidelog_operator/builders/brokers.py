@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from tidelog_operator import names
+from tidelog_operator.builders.common import spread_over_nodes
 from tidelog_operator.spec import ClusterSpec
 
 __all__ = [
@@ -315,19 +316,7 @@ def statefulset(spec: ClusterSpec, config_hash: str) -> dict[str, Any]:
         # the image runs as uid 1001; the volumes' files become its group's
         "securityContext": {"runAsNonRoot": True, "fsGroup": 1001},
         "terminationGracePeriodSeconds": spec.brokers.termination_grace_period_seconds,
-        "affinity": {
-            "podAntiAffinity": {
-                "preferredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "weight": 100,
-                        "podAffinityTerm": {
-                            "topologyKey": "kubernetes.io/hostname",
-                            "labelSelector": {"matchLabels": labels},
-                        },
-                    }
-                ]
-            }
-        },
+        "affinity": spread_over_nodes(labels),
         "containers": [container],
         "volumes": volumes,
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tidelog_operator import names
+from tidelog_operator.builders.common import spread_over_nodes
 from tidelog_operator.spec import ClusterSpec
 
 __all__ = ["connect_string", "zookeeper_service", "zookeeper_statefulset"]
@@ -101,19 +102,7 @@ def zookeeper_statefulset(spec: ClusterSpec, image: str) -> dict[str, Any] | Non
                 "metadata": {"labels": labels},
                 "spec": {
                     "securityContext": {"runAsNonRoot": True, "fsGroup": 1001},
-                    "affinity": {
-                        "podAntiAffinity": {
-                            "preferredDuringSchedulingIgnoredDuringExecution": [
-                                {
-                                    "weight": 100,
-                                    "podAffinityTerm": {
-                                        "topologyKey": "kubernetes.io/hostname",
-                                        "labelSelector": {"matchLabels": labels},
-                                    },
-                                }
-                            ]
-                        }
-                    },
+                    "affinity": spread_over_nodes(labels),
                     "containers": [
                         {
                             "name": "zookeeper",
