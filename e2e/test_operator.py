@@ -69,7 +69,7 @@ def test_clients_lose_nothing_on_the_example_topic(deployment):
         "the orders topic synced",
     )
     produced = deployment.client(
-        "produce", "--topic", "orders", "--count", "2000", "--prefix", "ok"
+        "produce", "--topic", "orders", "--count", "2000", "--prefix", "ok", "--idempotent"
     )
     assert produced["acknowledged"] == 2000, produced
     consumed = deployment.client(
@@ -205,7 +205,16 @@ def test_a_config_change_rolls_every_broker_while_a_producer_runs(deployment):
     """One broker at a time, the controller last, never below min.insync.replicas: an
     acks=all producer at 15 records a second sees every record acknowledged."""
     producer = deployment.client_started(
-        "produce", "--topic", "orders", "--count", "3000", "--per-second", "15", "--prefix", "roll"
+        "produce",
+        "--topic",
+        "orders",
+        "--count",
+        "3000",
+        "--per-second",
+        "15",
+        "--prefix",
+        "roll",
+        "--idempotent",
     )
     before = deployment.get("statefulset/events-broker")["status"]["updateRevision"]
     deployment.kubectl(
@@ -242,6 +251,48 @@ def test_a_config_change_rolls_every_broker_while_a_producer_runs(deployment):
         "jsonpath={.items[*].message}",
     )
     assert sorted(set(re.findall(r"broker (\d) runs an old revision", events))) == ["0", "1", "2"]
+
+
+def test_a_deleted_claim_gets_its_disk_wiped_and_bound_again(deployment):
+    """The broker on a node loses a disk's claim (and its pod): the released local
+    volume is wiped by the operator and bound again, and the broker comes back on the
+    same node and copies its replicas from the others."""
+    claim = "data-1-events-broker-2"
+    volume = deployment.get(f"persistentvolumeclaim/{claim}")["spec"]["volumeName"]
+    node = broker_pods(deployment)["events-broker-2"]["spec"]["nodeName"]
+    deployment.kubectl("delete", "persistentvolumeclaim", claim, "--wait=false")
+    deployment.kubectl("delete", "pod", "events-broker-2", "--wait=true", timeout=180)
+
+    def bound_again() -> bool:
+        current = deployment.cluster.get(f"persistentvolume/{volume}")
+        ref = current["spec"].get("claimRef") or {}
+        return current["status"]["phase"] == "Bound" and ref.get("name") == claim
+
+    deployment.wait_for(bound_again, f"{volume} wiped and bound again", timeout=300)
+    deployment.wait_for(
+        lambda: (p := broker_pods(deployment).get("events-broker-2"))
+        and any(
+            c["type"] == "Ready" and c["status"] == "True"
+            for c in p["status"].get("conditions", [])
+        ),
+        "broker 2 back",
+        timeout=300,
+    )
+    assert broker_pods(deployment)["events-broker-2"]["spec"]["nodeName"] == node
+    recycled = deployment.kubectl(
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=events,reason=VolumeRecycled",
+        "--output",
+        "jsonpath={.items[*].message}",
+    )
+    assert volume in recycled
+    deployment.wait_for(
+        lambda: deployment.get("cluster/events")["status"]["underReplicatedPartitions"] == 0,
+        "every replica back in sync",
+        timeout=300,
+    )
 
 
 def test_helm_test_passes(deployment):

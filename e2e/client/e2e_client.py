@@ -7,12 +7,13 @@ prints one JSON document on stdout and exits non-zero when what it checks is not
                                         [--timeout S]
     python e2e_client.py describe-topic --bootstrap B --topic T
     python e2e_client.py produce        --bootstrap B --topic T --count N [--prefix S]
-                                        [--per-second R]
+                                        [--per-second R] [--idempotent]
     python e2e_client.py consume        --bootstrap B --topic T --expect N [--prefix S]
                                         [--group G]
     python e2e_client.py set-config     --bootstrap B --topic T --config KEY=VALUE ...
 
-``produce`` writes with acks=all (otherwise kafka-python's defaults), R records a
+``produce`` writes with acks=all (idempotent with ``--idempotent``; otherwise
+kafka-python's defaults), R records a
 second with ``--per-second`` (a producer running while something happens), and reports
 what was acknowledged; ``consume`` reads the topic from the beginning (as group G, which commits
 what it read, when given) and fails unless it finds every record ``produce`` would have
@@ -76,7 +77,9 @@ def values(prefix: str, count: int) -> list[bytes]:
 def produce(args: argparse.Namespace) -> dict:
     # kafka-python's defaults are the Java producer's: retries until delivery.timeout.ms
     # (120 s), which rides out a leader's failover as applications expect.
-    producer = KafkaProducer(bootstrap_servers=args.bootstrap, acks="all")
+    producer = KafkaProducer(
+        bootstrap_servers=args.bootstrap, acks="all", enable_idempotence=args.idempotent
+    )
     futures = []
     started = time.monotonic()
     for n, value in enumerate(values(args.prefix, args.count)):
@@ -142,6 +145,7 @@ def _parser() -> argparse.ArgumentParser:
         if name == "produce":
             command.add_argument("--count", type=int, required=True)
             command.add_argument("--per-second", type=float)
+            command.add_argument("--idempotent", action="store_true")
         if name == "consume":
             command.add_argument("--expect", type=int, required=True)
             command.add_argument("--timeout", type=float, default=60)
