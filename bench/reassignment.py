@@ -11,9 +11,10 @@ through AlterPartitionReassignments (the API ``kafka-reassign-partitions.sh`` us
    topic's ``*.replication.throttled.replicas``): the copy rate as a share of the
    throttle, which should be close to 1 and not above it.
 
-For each move the producer's p99 acknowledgement latency during the move is set against
-the p99 of the same length of time before it. The copy rate is the bytes of the moved
-replicas (the leaders' partition sizes when the move starts) over the time to complete.
+For each move the producer's p99 acknowledgement latency of the records in flight during
+the move is set against the p99 of the same length of time before it. The copy rate is
+the bytes of the moved replicas (the leaders' partition sizes when the move starts) over
+the time to complete.
 The same admin requests go to both systems, over tidelog's protocol client.
 """
 
@@ -183,19 +184,24 @@ def _set_throttle(session, rate: int | None, replicas: tuple[str, str] | None) -
             future.result(60)
 
 
-def _p99(acked: list[tuple[float, float]], start: float, end: float) -> float | None:
-    """The p99 ack latency of the records sent in [start, end); with fewer than 20 of
-    them (a move of a quick run can be that short) the worst one, which is what a p99
-    of a few samples is; None only when no record was sent in the window."""
-    latencies = [(at - sent) * 1000 for sent, at in acked if start <= sent < end]
-    if len(latencies) < 20:
-        return max(latencies, default=None)
-    return statistics.quantiles(latencies, n=100)[98]
+def _p99(acked: list[tuple[float, float]], start: float, end: float) -> float:
+    """The p99 ack latency of the records in flight at some moment of [start, end): sent
+    before its end, acknowledged after its start. Fewer than 20 of them (a move of a quick
+    run can take milliseconds) give the worst one, which is what a p99 of a few samples
+    is; a window so short that no record was in flight gives the latency of the record
+    sent nearest to it."""
+    in_flight = [(at - sent) * 1000 for sent, at in acked if sent < end and at > start]
+    if not in_flight:
+        sent, at = min(acked, key=lambda record: abs(record[0] - start))
+        in_flight = [(at - sent) * 1000]
+    if len(in_flight) < 20:
+        return max(in_flight)
+    return statistics.quantiles(in_flight, n=100)[98]
 
 
 def _move(
     session, producer: loadgen.PacedProducer, targets: dict[int, list[int]], timeout: float
-) -> tuple[float, int, float | None, float | None]:
+) -> tuple[float, int, float, float]:
     """One reassignment: (seconds to complete, bytes moved, p99 ack before, p99 during);
     its time window goes to ``session.s11_moves`` for the plot."""
     moved = _leader_bytes(session)
@@ -212,12 +218,11 @@ def _move(
     session.s11_moves.append((start, end))
     seconds = end - start
     baseline_start = max(before, start - seconds)
-    return (
-        seconds,
-        moved,
-        _p99(producer.acked, baseline_start, start),
-        _p99(producer.acked, start, end),
-    )
+    # Acks of one partition come in order: once a record sent after the move is
+    # acknowledged, so is every record in flight during it, the slowest included.
+    producer.first_ack_after(end)
+    acked = list(producer.acked)
+    return seconds, moved, _p99(acked, baseline_start, start), _p99(acked, start, end)
 
 
 def _record_move(record: Callable, case: str, seconds: float, moved: int, p99s: tuple) -> float:
@@ -227,8 +232,7 @@ def _record_move(record: Callable, case: str, seconds: float, moved: int, p99s: 
     before, during = p99s
     record("S11", case, "loadgen", "ack p99 before", before, "ms")
     record("S11", case, "loadgen", "ack p99 during", during, "ms")
-    if before and during:
-        record("S11", case, "loadgen", "ack p99 during / before", during / before, "×")
+    record("S11", case, "loadgen", "ack p99 during / before", during / before, "×")
     return rate
 
 

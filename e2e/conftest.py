@@ -7,7 +7,10 @@ never skips: a missing piece is an error that says which make target provides it
 
 Environment:
 - ``E2E_KEEP=1`` keeps the cluster and its disks after the session (for debugging with
-  ``kubectl --kubeconfig build/e2e/kubeconfig``); the next session reuses them.
+  ``kubectl --kubeconfig build/e2e/kubeconfig``); the next session of the same checkout
+  reuses them. A cluster and disks that a session left without keeping them (it was
+  killed, or another checkout kept them) hold state no test expects: they are deleted
+  and made anew.
 - ``E2E_DISK_SIZE`` (default ``1GiB``) sizes each disk.
 
 When a test fails, the state of the cluster (nodes, pods, events, the logs of the test's
@@ -32,6 +35,9 @@ from e2e.kind_cluster import ClusterError, KindCluster, run
 from e2e.paths import E2E, KIND_CONFIG, LOGS, MANIFESTS, REPO, WORKDIR
 
 CLIENT_IMAGE_NAME = "tidelog-e2e-client"
+# Written when a session ends with E2E_KEEP=1, removed when the next one starts: the
+# cluster it names was left clean on purpose.
+KEPT_MARK = WORKDIR / "kept-cluster"
 KAFKA_PYTHON_REQUIREMENT = "kafka-python==3.0.12"
 
 
@@ -176,30 +182,53 @@ def kind_cluster(pytestconfig: pytest.Config) -> Iterator[KindCluster]:
     progress.done(f"images {', '.join(sorted(images))}")
     cluster = KindCluster(KIND_CONFIG, node_image(), WORKDIR)
     progress.done(f"node image {cluster.node_image}")
+    kept = _kept_on_purpose(cluster)
+    if not kept:
+        _remove_leftovers(cluster)
     node_disks = disks.prepare(disk_mount_points(), os.environ.get("E2E_DISK_SIZE", "1GiB"))
     progress.done(f"{len(node_disks)} disks mounted under {disks.ROOT}")
     try:
-        progress.done(_create_or_reuse(cluster))
+        progress.done(_create_or_reuse(cluster, kept))
         cluster.load(*sorted(images))
         progress.done(f"images loaded into {', '.join(cluster.workers())}")
         yield cluster
     finally:
-        if not _keep():
-            progress.begin()
+        progress.begin()
+        if _keep():
+            KEPT_MARK.write_text(cluster.name)
+            progress.done(f"cluster {cluster.name} and its disks kept (E2E_KEEP=1)")
+        else:
             if cluster.exists():
                 cluster.delete()
             disks.release(node_disks)
             progress.done(f"cluster {cluster.name} and its disks removed")
 
 
-def _create_or_reuse(cluster: KindCluster) -> str:
-    """The cluster ready to use, created or kept from an earlier session; says which."""
+def _kept_on_purpose(cluster: KindCluster) -> bool:
+    """Whether the last session of this checkout kept ``cluster`` (E2E_KEEP=1) and it is
+    still there; the mark is used up either way."""
+    marked = KEPT_MARK.exists() and KEPT_MARK.read_text() == cluster.name
+    KEPT_MARK.unlink(missing_ok=True)
+    return marked and cluster.exists()
+
+
+def _remove_leftovers(cluster: KindCluster) -> None:
+    """Delete the cluster and our disks that a session left without keeping them: it was
+    interrupted half-way, and its releases, namespaces and data would meet the tests."""
     if cluster.exists():
+        print(f"deleting the cluster {cluster.name} that an unfinished session left")
+        cluster.delete()
+    disks.discard(disk_mount_points())
+
+
+def _create_or_reuse(cluster: KindCluster, kept: bool) -> str:
+    """The cluster ready to use, created or kept from an earlier session; says which."""
+    if kept:
         try:
             cluster.reuse()
             return f"reused the kept cluster {cluster.name}"
         except ClusterError as error:
-            print(f"the existing cluster {cluster.name} is not usable ({error}); recreating it")
+            print(f"the kept cluster {cluster.name} is not usable ({error}); recreating it")
             cluster.delete()
     try:
         cluster.create()

@@ -22,7 +22,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["IMAGES_DIR", "Disk", "DiskError", "prepare", "release"]
+__all__ = ["IMAGES_DIR", "Disk", "DiskError", "discard", "prepare", "release"]
 
 ROOT = Path("/var/lib/tidelog-e2e")
 IMAGES_DIR = ROOT / "images"
@@ -139,6 +139,18 @@ def release(disks: list[Disk]) -> None:
     _remove_empty_directories(IMAGES_DIR)
     if failures:
         raise DiskError("; ".join(str(f) for f in failures))
+
+
+def discard(mount_points: list[Path]) -> None:
+    """Release our disks at ``mount_points`` that an earlier session left behind, so that
+    :func:`prepare` makes them empty again; a user's own disks stay as they are."""
+    ours = []
+    for mount_point in mount_points:
+        image = image_for(mount_point)
+        source = _mounted_source(mount_point)
+        if image.exists() and (source is None or source in _loop_devices_of(image)):
+            ours.append(Disk(mount_point, image))
+    release(ours)
 
 
 def _remove_empty_directories(path: Path) -> None:

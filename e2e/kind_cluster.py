@@ -3,8 +3,8 @@
 
 The cluster is described by ``e2e/kind.yaml`` and created from the node image of
 ``make kind-node-image`` (tools/kind/node-image.sh). A cluster that already exists under
-the same name, kept by an earlier session (``E2E_KEEP=1``), is reused when its nodes
-become Ready; otherwise it is deleted and created anew.
+the same name, kept on purpose by an earlier session (``E2E_KEEP=1``), is reused when
+its nodes become Ready; otherwise it is deleted and created anew (e2e/conftest.py).
 """
 
 from __future__ import annotations
