@@ -278,6 +278,8 @@ def start(args: argparse.Namespace) -> int:
                 broker_id=index + 1,
                 port=args.base_port + index,
                 log_dirs=args.log_dirs_per_broker,
+                # the offsets topic waits for this many alive brokers
+                overrides={"offsets.topic.replication.factor": str(min(3, args.brokers))},
             )
             brokers.append(broker.start())
             print(f"broker {index + 1}    {broker.bootstrap}  (log: {broker.log_path})", flush=True)

@@ -174,6 +174,7 @@ class Broker:
             self.replica_manager, CoordinatorConfig.from_broker(config)
         )
         self._creating_offsets_topic: asyncio.Task | None = None
+        self._offsets_topic_wait_logged: int | None = None  # alive brokers last logged
         self.producer_ids = ProducerIdManager(
             lambda: self.zk.allocate_producer_id_block(self.broker_id)
         )
@@ -588,17 +589,32 @@ class Broker:
         failures = await self.controller.add_topics([TopicAssignment(name, new_uuid(), plan)], {})
         return ErrorCode.NONE if failures.get(name) is None else ErrorCode.LEADER_NOT_AVAILABLE
 
-    async def create_offsets_topic(self) -> None:
-        """``__consumer_offsets``, on the first FindCoordinator: compacted, with a
-        replication factor capped by the live brokers. Any broker may write it to
-        ZooKeeper; the controller brings it online."""
+    async def create_offsets_topic(self) -> str | None:
+        """``__consumer_offsets``, on the first FindCoordinator: compacted, with
+        ``offsets.topic.replication.factor`` replicas. As in Kafka (KAFKA-3959), it is
+        not created while fewer brokers are alive than that: a factor capped by the
+        brokers up at that moment would stay too low for good, and the group offsets
+        acknowledged on it would hang on one disk. Returns why it is not created yet
+        (None: created, or being created). Any broker may write it to ZooKeeper; the
+        controller brings it online."""
+        factor = self.config["offsets.topic.replication.factor"]
+        alive = len(self.metadata.brokers)
+        if alive < factor:
+            reason = (
+                f"the offsets topic needs {factor} alive brokers "
+                f"(offsets.topic.replication.factor), {alive} are alive"
+            )
+            if self._offsets_topic_wait_logged != alive:
+                logger.info("not creating %s yet: %s", OFFSETS_TOPIC, reason)
+                self._offsets_topic_wait_logged = alive
+            return reason
         if self._creating_offsets_topic is None or self._creating_offsets_topic.done():
-            self._creating_offsets_topic = asyncio.create_task(self._create_offsets_topic())
+            self._creating_offsets_topic = asyncio.create_task(self._create_offsets_topic(factor))
         await asyncio.shield(self._creating_offsets_topic)
+        return None
 
-    async def _create_offsets_topic(self) -> None:
+    async def _create_offsets_topic(self, factor: int) -> None:
         config = self.config
-        factor = min(config["offsets.topic.replication.factor"], len(self.metadata.brokers))
         configs = {
             "cleanup.policy": "compact",
             "compression.type": "producer",

@@ -1,7 +1,8 @@
 """FindCoordinator: the broker that coordinates a group is the leader of the group's
 ``__consumer_offsets`` partition. The topic is created on the first request (from any
-broker), and until its partition has a leader the answer is COORDINATOR_NOT_AVAILABLE,
-which clients retry. Transaction coordinators do not exist yet.
+broker) once ``offsets.topic.replication.factor`` brokers are alive, and until its
+partition has a leader the answer is COORDINATOR_NOT_AVAILABLE, which clients retry, with
+a message that says what it waits for. Transaction coordinators do not exist yet.
 
 The API is advertised from v0: librdkafka enables LZ4 only on a broker that lists it."""
 
@@ -22,12 +23,13 @@ def _not_available(message: str) -> tuple:
     return ErrorCode.COORDINATOR_NOT_AVAILABLE, message, -1, "", -1
 
 
-def _find(broker, key: str, key_type: int, listener: str) -> tuple:
-    """(error, message, node id, host, port) for one key."""
+def _find(broker, key: str, key_type: int, listener: str, waiting: str | None) -> tuple:
+    """(error, message, node id, host, port) for one key; ``waiting`` says why the
+    offsets topic cannot be created yet."""
     if key_type != GROUP_KEY:
         return _not_available("transactions are not supported yet")
     if OFFSETS_TOPIC not in broker.metadata.topics:
-        return _not_available("creating the offsets topic")
+        return _not_available(waiting or "creating the offsets topic")
     partition = broker.metadata.partition(
         OFFSETS_TOPIC, broker.group_coordinator.partition_for(key)
     )
@@ -39,9 +41,10 @@ def _find(broker, key: str, key_type: int, listener: str) -> tuple:
 
 async def handle_find_coordinator(broker, header, request, context):
     keys = list(request.coordinator_keys) if header.request_api_version >= 4 else [request.key]
+    waiting = None
     if request.key_type == GROUP_KEY and OFFSETS_TOPIC not in broker.metadata.topics:
-        await broker.create_offsets_topic()  # once per request, whatever the keys
-    found = [_find(broker, key, request.key_type, context.listener) for key in keys]
+        waiting = await broker.create_offsets_topic()  # once per request, whatever the keys
+    found = [_find(broker, key, request.key_type, context.listener, waiting) for key in keys]
     # Before v4 one key, answered at the top level; from v4 the top level is unused.
     error, message, node_id, host, port = found[0] if found else (ErrorCode.NONE, None, -1, "", -1)
     return FindCoordinatorResponse(
