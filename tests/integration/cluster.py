@@ -46,8 +46,9 @@ def wait_until(check: Callable[[], T], what: str, timeout: float = 30.0) -> T:
 
 
 class Cluster:
-    """Brokers 1..size, started in order; a killed or stopped broker stays in
-    ``brokers`` and can be started again with its id, config and log dirs."""
+    """Brokers ``first_id .. first_id+size-1`` (1..size by default), started in order; a
+    killed or stopped broker stays in ``brokers`` and can be started again with its id,
+    config and log dirs. The operator's brokers are numbered from 0, as pod ordinals."""
 
     def __init__(
         self,
@@ -55,6 +56,7 @@ class Cluster:
         zk_connect: str,
         size: int = 3,
         overrides: Mapping[str, str] | None = None,
+        first_id: int = 1,
     ):
         self.zk_connect = zk_connect
         self.brokers = {
@@ -62,9 +64,13 @@ class Cluster:
                 directory / f"broker-{broker_id}",
                 zk_connect,
                 broker_id=broker_id,
-                overrides={**TEST_DEFAULTS, **(overrides or {})},
+                overrides={
+                    **TEST_DEFAULTS,
+                    "offsets.topic.replication.factor": str(min(3, size)),
+                    **(overrides or {}),
+                },
             )
-            for broker_id in range(1, size + 1)
+            for broker_id in range(first_id, first_id + size)
         }
         self.zk = KazooClient(hosts=zk_connect)
 
@@ -163,7 +169,7 @@ class Cluster:
             "timeout_ms": 10000,
             "validate_only": False,
         }
-        controller = wait_until(self.controller_id, "the cluster has a controller")
+        controller = self.wait_for_controller()
         wait_until(self.all_known, "every broker knows every running broker")
         with self.connect(controller) as connection:
             (result,) = connection.request(ApiKey.CREATE_TOPICS, None, body).topics
@@ -187,6 +193,13 @@ class Cluster:
         except NoNodeError:
             return None
         return json.loads(data)["brokerid"]
+
+    def wait_for_controller(self) -> int:
+        """The controller's id, once there is one (broker 0 counts too)."""
+        found = wait_until(
+            lambda: (c := self.controller_id()) is not None and (c,), "the cluster has a controller"
+        )
+        return found[0]
 
     def controller_epoch(self) -> int:
         data, _ = self.zk.get("/controller_epoch")
