@@ -7,8 +7,9 @@ Cluster:
 * ``Ready``: every broker answers and no partition is offline. False with
   ``BrokersNotReady`` (how many answer), ``ZooKeeperNotReady``, ``PartitionsOffline``.
 * ``Progressing``: the operator is changing something. True with ``Creating``,
-  ``RollingRestart`` (which broker, and what it waits for), ``Scaling``; False with
-  ``Idle``.
+  ``RollingRestart`` (which broker, and what it waits for), ``Scaling`` (what moves, and
+  how far it got); False with ``Idle``, or ``ScaleDownRefused`` (the topic whose
+  replication factor the remaining brokers could not hold; nothing moves).
 * ``Degraded``: something is wrong that needs a person. True with
   ``UnderReplicated`` (partitions whose ISR is short), ``LogDirOffline`` (which broker
   and dir); False with ``Healthy``.
@@ -65,6 +66,7 @@ class Reason:
     CREATING = "Creating"
     ROLLING_RESTART = "RollingRestart"
     SCALING = "Scaling"
+    SCALE_DOWN_REFUSED = "ScaleDownRefused"
     IDLE = "Idle"
     UNDER_REPLICATED = "UnderReplicated"
     LOG_DIR_OFFLINE = "LogDirOffline"

@@ -13,6 +13,7 @@ __all__ = [
     "BrokersSpec",
     "ClusterSpec",
     "LocalDisks",
+    "RebalanceSpec",
     "Volume",
     "ZooKeeperSpec",
     "local_volume_labels",
@@ -79,6 +80,14 @@ class ZooKeeperSpec:
 
 
 @dataclass(frozen=True)
+class RebalanceSpec:
+    """How the operator moves data (scale-up and scale-down): the replication throttle
+    of each broker while it moves, in bytes/s (0: none)."""
+
+    throttle_bytes_per_second: int = 50 * 1024 * 1024
+
+
+@dataclass(frozen=True)
 class ClusterSpec:
     name: str
     namespace: str
@@ -87,6 +96,7 @@ class ClusterSpec:
     local: LocalDisks | None
     claim_retention: str
     zookeeper: ZooKeeperSpec
+    rebalance: RebalanceSpec = field(default_factory=RebalanceSpec)
 
 
 def local_volume_labels(cluster: str, namespace: str, disk: int) -> dict[str, str]:
@@ -105,6 +115,7 @@ def parse_cluster(name: str, namespace: str, spec: Mapping[str, Any]) -> Cluster
     external = brokers.get("external") or {}
     storage = spec.get("storage") or {}
     zookeeper = spec.get("zookeeper") or {}
+    rebalance = spec.get("rebalance") or {}
     local = None
     if storage.get("local"):
         raw = storage["local"]
@@ -146,5 +157,10 @@ def parse_cluster(name: str, namespace: str, spec: Mapping[str, Any]) -> Cluster
             size=zookeeper.get("size", "1Gi"),
             storage_class=zookeeper.get("storageClass"),
             ephemeral=zookeeper.get("ephemeral", False),
+        ),
+        rebalance=RebalanceSpec(
+            throttle_bytes_per_second=rebalance.get(
+                "throttleBytesPerSecond", RebalanceSpec.throttle_bytes_per_second
+            )
         ),
     )

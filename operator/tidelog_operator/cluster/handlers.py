@@ -5,26 +5,46 @@
   and a Warning event naming refused keys);
 * every ``OBSERVE_INTERVAL_S``: recycle released local volumes, take one step of the
   rolling restart (``rolling.py``: a broker on an old pod template is restarted when it
-  is safe), observe pods and brokers and write the status (only when it changes).
+  is safe), then, with no roll under way, one step of scaling (``scaling.py``: data is
+  spread onto added brokers and drained off leaving ones before they go), observe pods
+  and brokers and write the status (only when it changes).
+
+The StatefulSet gets the spec's brokers, but never fewer than it runs: only the scaler
+shrinks it, once the leaving brokers are drained.
 """
 
 from __future__ import annotations
 
 import datetime
 import os
+from dataclasses import replace
 from typing import Any
 
 import kopf
 
-from tidelog.admin import AdminError
+from tidelog.admin import AdminClient, AdminError
+from tidelog.admin.planner import PlanError
 from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import conditions, kube
-from tidelog_operator.builders.brokers import node_reader_binding
-from tidelog_operator.cluster.children import desired_children
-from tidelog_operator.cluster.observe import cluster_status, observe, rolling_status
+from tidelog_operator.builders.brokers import bootstrap_address, node_reader_binding
+from tidelog_operator.cluster.children import Children, desired_children
+from tidelog_operator.cluster.observe import (
+    cluster_status,
+    observe,
+    rolling_status,
+    scaling_status,
+)
 from tidelog_operator.cluster.restarts import roll_once
 from tidelog_operator.cluster.rolling import RollDecision
+from tidelog_operator.cluster.scaling import ScaleDecision, brokers_to_run
+from tidelog_operator.cluster.scaling_moves import (
+    MOVE,
+    ScaleStep,
+    scale_once,
+    statefulset_replicas,
+)
 from tidelog_operator.cluster.volumes import recycle_released_volumes, sync_local_volumes
+from tidelog_operator.cluster_client import ADMIN_TIMEOUT_S
 from tidelog_operator.conditions import Reason
 from tidelog_operator.names import GROUP, VERSION, node_reader_binding_name
 from tidelog_operator.spec import ClusterSpec, parse_cluster
@@ -45,10 +65,8 @@ def now() -> str:
 @kopf.on.update(GROUP, VERSION, "clusters", field="spec")
 def reconcile_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, **_: Any) -> None:
     parsed = parse_cluster(name, namespace, spec)
-    children = desired_children(parsed)
-    for obj in children.objects:
-        kopf.adopt(obj, owner=body)
-        kube.apply(kube.api(), obj)
+    running = statefulset_replicas(kube.api(), parsed)
+    children = _apply_children(parsed, body, brokers_to_run(parsed.brokers.replicas, running))
     binding = node_reader_binding(parsed, NODE_READER_ROLE)
     if binding is not None:
         kube.apply(kube.api(), binding)
@@ -81,14 +99,26 @@ def observe_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, 
     roll = _roll(parsed)
     if roll.action == "restart":
         kopf.info(body, reason=Reason.ROLLING_RESTART, message=roll.reason)
+    step = _scale(parsed, body, roll)
+    _announce(body, step)
     seen = observe(kube.api(), parsed)
     generation = meta.get("generation")
 
     def change(status: dict[str, Any]) -> dict[str, Any]:
         updated = cluster_status(status, seen, parsed, generation=generation, now=now())
-        return rolling_status(updated, roll, generation=generation, now=now())
+        updated = rolling_status(updated, roll, generation=generation, now=now())
+        return scaling_status(updated, step, generation=generation, now=now())
 
     kube.patch_status(kube.api(), "clusters", namespace, name, change)
+
+
+def _apply_children(parsed: ClusterSpec, body: Any, brokers: int) -> Children:
+    """Apply the Cluster's children with ``brokers`` brokers, owned by the Cluster."""
+    children = desired_children(replace(parsed, brokers=replace(parsed.brokers, replicas=brokers)))
+    for obj in children.objects:
+        kopf.adopt(obj, owner=body)
+        kube.apply(kube.api(), obj)
+    return children
 
 
 def _roll(spec: ClusterSpec) -> RollDecision:
@@ -97,6 +127,35 @@ def _roll(spec: ClusterSpec) -> RollDecision:
         return roll_once(kube.api(), spec)
     except (AdminError, OSError, ProtocolError) as error:
         return RollDecision("wait", None, f"the brokers do not answer: {error}")
+
+
+def _scale(parsed: ClusterSpec, body: Any, roll: RollDecision) -> ScaleStep:
+    """One step of the scaler once no roll is under way; a wait while the brokers cannot
+    be asked or the move cannot be planned."""
+    if roll.action != "done":
+        return ScaleStep(ScaleDecision("wait", reason="a rolling restart is under way"))
+    try:
+        return scale_once(
+            AdminClient(bootstrap_address(parsed), timeout=ADMIN_TIMEOUT_S),
+            parsed,
+            body.get("status") or {},
+            running=statefulset_replicas(kube.api(), parsed),
+            now=now(),
+            shrink=lambda brokers: _apply_children(parsed, body, brokers),
+        )
+    except (AdminError, OSError, ProtocolError, PlanError) as error:
+        return ScaleStep(ScaleDecision("wait", reason=f"cannot move data now: {error}"))
+
+
+def _announce(body: Any, step: ScaleStep) -> None:
+    """An event when a movement starts or ends, or a scale-down is first refused."""
+    decision = step.decision
+    if decision.action in ("add-brokers", "remove-brokers", "shrink", "finish"):
+        kopf.info(body, reason=Reason.SCALING, message=decision.reason)
+    elif decision.action == "refuse":
+        before = ((body.get("status") or {}).get(MOVE) or {}).get("state")
+        if before != "Refused":
+            kopf.warn(body, reason=Reason.SCALE_DOWN_REFUSED, message=decision.reason)
 
 
 @kopf.on.delete(GROUP, VERSION, "clusters")

@@ -21,7 +21,14 @@ from tidelog_operator.builders.brokers import bootstrap_address
 from tidelog_operator.conditions import Reason
 from tidelog_operator.spec import ClusterSpec
 
-__all__ = ["BrokerView", "Observation", "cluster_status", "observe", "rolling_status"]
+__all__ = [
+    "BrokerView",
+    "Observation",
+    "cluster_status",
+    "observe",
+    "rolling_status",
+    "scaling_status",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -238,3 +245,40 @@ def rolling_status(
         now=now,
     )
     return status
+
+
+def scaling_status(
+    current: Mapping[str, Any], step, *, generation: int, now: str
+) -> dict[str, Any]:
+    """The scaler's part of the status (``scaling_moves``' keys) and, while it scales or
+    refuses to, Progressing (otherwise the roll's says it)."""
+    status = {**current, **step.status}
+    for key in [k for k, v in step.status.items() if v is None]:
+        del status[key]
+    decision = step.decision
+    if decision.action == "refuse":
+        holds, reason, message = False, Reason.SCALE_DOWN_REFUSED, decision.reason
+    elif decision.progressing:
+        holds, reason, message = True, Reason.SCALING, decision.reason + _progress(status)
+    else:
+        return status
+    status["conditions"] = conditions.set_condition(
+        status.get("conditions", []),
+        conditions.PROGRESSING,
+        holds,
+        reason,
+        message,
+        generation=generation,
+        now=now,
+    )
+    return status
+
+
+def _progress(status: Mapping[str, Any]) -> str:
+    move = status.get("rebalance") or {}
+    if move.get("state") != "Running":
+        return ""
+    return (
+        f": {move['partitionsDone']}/{move['partitions']} partitions, "
+        f"{move['bytesDone']}/{move['bytes']} bytes"
+    )

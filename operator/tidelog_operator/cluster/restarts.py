@@ -14,6 +14,7 @@ from tidelog.admin.topics import ConfigResourceType
 from tidelog_operator import names
 from tidelog_operator.builders.brokers import bootstrap_address
 from tidelog_operator.cluster.rolling import BrokerState, PartitionState, RollDecision, decide_roll
+from tidelog_operator.cluster_client import ADMIN_TIMEOUT_S
 from tidelog_operator.spec import ClusterSpec
 
 __all__ = ["roll_once"]
@@ -21,7 +22,6 @@ __all__ = ["roll_once"]
 logger = logging.getLogger(__name__)
 
 REVISION_LABEL = "controller-revision-hash"
-ADMIN_TIMEOUT_S = 10.0
 
 
 def _ready(pod: client.V1Pod) -> bool:

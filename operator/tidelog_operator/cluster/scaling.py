@@ -1,0 +1,106 @@
+"""Scaling a Cluster's brokers by moving data first (seed 003: 分区重分配): observations in,
+one action out, pure; ``scaling_moves.py`` observes and acts.
+
+Brokers are the pods ``0 .. running-1`` of the StatefulSet and the spec wants
+``desired`` of them. ``spread`` is how many brokers the data was last spread over (the
+status' ``spreadBrokers``). Each pass, in this order:
+
+1. a reassignment in progress (ours or anyone's): wait; when ours has finished, ``finish``
+   (throttles removed, preferred leaders elected, the outcome on the status);
+2. scale-down (``desired < running``): refused while a topic's replication factor exceeds
+   ``desired`` (nothing moves); while the leaving brokers (the highest ids) hold replicas,
+   ``remove-brokers`` drains them through the planner; once they hold none, ``shrink``
+   the StatefulSet to ``desired``;
+3. scale-up (``spread < running``): once the new brokers have registered,
+   ``add-brokers`` spreads the replicas onto them through the planner;
+4. otherwise ``done``.
+
+Brokers are added to the StatefulSet at once (the reconciler never shrinks it), so a
+scale-up starts as soon as the new pods are in; a scale-down shrinks only here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = ["ScaleDecision", "ScaleObservation", "brokers_to_run", "decide_scale"]
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class ScaleObservation:
+    desired: int
+    running: int
+    spread: int
+    live: frozenset[int]
+    assignment: Mapping[TopicPartition, Sequence[int]]
+    reassigning: int  # partitions with a reassignment in progress
+    ours_in_progress: bool  # the status records a move the operator started
+
+
+@dataclass(frozen=True)
+class ScaleDecision:
+    action: str  # "wait", "finish", "refuse", "remove-brokers", "shrink", "add-brokers", "done"
+    brokers: tuple[int, ...] = ()
+    reason: str = ""
+    progressing: bool = False  # a scaling is under way (the Progressing condition)
+
+
+def brokers_to_run(desired: int, running: int | None) -> int:
+    """The StatefulSet's replicas as the reconciler applies them: the spec's, but never
+    fewer than run now (leaving brokers go only once drained)."""
+    return desired if running is None else max(desired, running)
+
+
+def _widest_topic(assignment: Mapping[TopicPartition, Sequence[int]]) -> tuple[str, int]:
+    """The topic with the highest replication factor (the first by name among equals)."""
+    return max(
+        ((tp[0], len(replicas)) for tp, replicas in sorted(assignment.items())),
+        key=lambda item: item[1],
+        default=("", 0),
+    )
+
+
+def decide_scale(seen: ScaleObservation) -> ScaleDecision:
+    if seen.reassigning:
+        return ScaleDecision(
+            "wait",
+            reason=f"{seen.reassigning} partitions being reassigned",
+            progressing=seen.ours_in_progress,
+        )
+    if seen.ours_in_progress:
+        return ScaleDecision("finish", reason="the reassignment has completed", progressing=True)
+    if seen.desired < seen.running:
+        leaving = tuple(range(seen.desired, seen.running))
+        topic, factor = _widest_topic(seen.assignment)
+        if factor > seen.desired:
+            return ScaleDecision(
+                "refuse",
+                leaving,
+                f"topic {topic} has replication factor {factor}: {seen.desired} brokers "
+                "cannot hold it; scale to at least that many or lower the factor first",
+            )
+        holding = sorted({b for r in seen.assignment.values() for b in r if b in leaving})
+        if holding:
+            return ScaleDecision(
+                "remove-brokers", leaving, f"draining brokers {_ids(holding)} before removal", True
+            )
+        return ScaleDecision("shrink", leaving, f"brokers {_ids(leaving)} hold no replica", True)
+    if seen.spread < seen.running:
+        added = tuple(range(seen.spread, seen.running))
+        missing = [b for b in added if b not in seen.live]
+        if missing:
+            return ScaleDecision(
+                "wait", added, f"waiting for brokers {_ids(missing)} to register", True
+            )
+        if seen.assignment:
+            return ScaleDecision(
+                "add-brokers", added, f"spreading replicas onto brokers {_ids(added)}", True
+            )
+    return ScaleDecision("done")
+
+
+def _ids(brokers: Sequence[int]) -> str:
+    return ", ".join(map(str, brokers))
