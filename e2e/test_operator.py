@@ -2,8 +2,9 @@
 applied as they are (a Cluster of three brokers on two local disks each, two Topics, a
 ConsumerGroup). The Cluster becomes Ready, each broker's volumes are the disks of its
 node, clients lose nothing, Topics and ConsumerGroups do what their specs say, a deleted
-broker pod comes back on its node with its data, ``helm test`` passes, and removing it
-all leaves nothing the operator made."""
+broker pod comes back on its node with its data, a config change rolls the brokers,
+scaling moves data before brokers go and after they come, ``helm test`` passes, and
+removing it all leaves nothing the operator made."""
 
 from __future__ import annotations
 
@@ -253,6 +254,93 @@ def test_a_config_change_rolls_every_broker_while_a_producer_runs(deployment):
     assert sorted(set(re.findall(r"broker (\d) runs an old revision", events))) == ["0", "1", "2"]
 
 
+def test_scaling_moves_the_data_first_and_refuses_to_go_below_a_replication_factor(
+    deployment,
+):
+    """``kubectl scale`` to 4: broker 3 starts on the spare worker and the operator
+    spreads replicas onto it; back to 3: broker 3 is drained, then removed; to 2: refused
+    (the topics have 3 replicas), nothing moves. An acks=all producer runs throughout and
+    every record it saw acknowledged is there afterwards."""
+    producer = deployment.client_started(
+        "produce",
+        "--topic",
+        "orders",
+        "--count",
+        "3000",
+        "--per-second",
+        "15",
+        "--prefix",
+        "scale",
+        "--idempotent",
+    )
+    deployment.kubectl("scale", "cluster/events", "--replicas=4")
+    deployment.wait_for(
+        lambda: _moved(deployment, "AddBrokers", spread=4), "replicas spread onto broker 3", 600
+    )
+    move = deployment.get("cluster/events")["status"]["rebalance"]
+    assert move["brokers"] == [3] and move["partitions"] > 0, move
+    assert (move["partitionsDone"], move["bytesDone"]) == (move["partitions"], move["bytes"])
+    counts = _replica_counts(deployment)
+    assert set(counts) == {0, 1, 2, 3} and max(counts.values()) - min(counts.values()) <= 1
+
+    deployment.kubectl("scale", "cluster/events", "--replicas=3")
+    deployment.wait_for(
+        lambda: _moved(deployment, "RemoveBrokers", spread=3)
+        and deployment.get("statefulset/events-broker")["spec"]["replicas"] == 3,
+        "broker 3 drained, then removed",
+        600,
+    )
+    drained = _replica_counts(deployment)
+    assert 3 not in drained
+
+    deployment.kubectl("scale", "cluster/events", "--replicas=2")
+    deployment.wait_for(
+        lambda: deployment.condition("cluster/events", "Progressing").get("reason")
+        == "ScaleDownRefused",
+        "the scale-down to 2 refused",
+    )
+    message = deployment.condition("cluster/events", "Progressing")["message"]
+    assert "replication factor 3" in message, message
+    assert deployment.get("statefulset/events-broker")["spec"]["replicas"] == 3
+    assert _replica_counts(deployment) == drained
+    deployment.kubectl("scale", "cluster/events", "--replicas=3")
+
+    produced = deployment.client_result(producer)
+    assert produced == {"acknowledged": 3000, "failures": []}, produced
+    consumed = deployment.client(
+        "consume", "--topic", "orders", "--expect", "3000", "--prefix", "scale"
+    )
+    assert consumed["missing_count"] == 0, consumed
+
+
+def _moved(deployment: OperatorDeployment, operation: str, spread: int) -> bool:
+    status = deployment.get("cluster/events").get("status", {})
+    move = status.get("rebalance", {})
+    return (
+        move.get("operation") == operation
+        and move.get("state") == "Done"
+        and status.get("spreadBrokers") == spread
+    )
+
+
+def _replica_counts(deployment: OperatorDeployment) -> dict[int, int]:
+    """Replicas per broker over every topic, as ``tidelog-topics --describe`` lists them."""
+    listing = deployment.kubectl(
+        "exec",
+        "toolbox",
+        "--",
+        "tidelog-topics",
+        "--bootstrap-server",
+        "events-bootstrap:9092",
+        "--describe",
+    )
+    counts: dict[int, int] = {}
+    for replicas in re.findall(r"\tReplicas: ([\d,]+)", listing):
+        for broker in replicas.split(","):
+            counts[int(broker)] = counts.get(int(broker), 0) + 1
+    return counts
+
+
 def test_a_deleted_claim_gets_its_disk_wiped_and_bound_again(deployment):
     """The broker on a node loses a disk's claim (and its pod): the released local
     volume is wiped by the operator and bound again, and the broker comes back on the
@@ -317,7 +405,10 @@ def test_deleting_the_cluster_and_uninstalling_leave_only_what_the_policy_keeps(
         timeout=300,
     )
     claims = deployment.get("persistentvolumeclaims", selector)["items"]
-    assert len(claims) == 6 and all(c["status"]["phase"] == "Bound" for c in claims)
+    # every broker's that ever ran: 0-2, and 3 of the scaling test
+    expected = {f"data-{disk}-events-broker-{broker}" for disk in (0, 1) for broker in range(4)}
+    assert {c["metadata"]["name"] for c in claims} == expected
+    assert all(c["status"]["phase"] == "Bound" for c in claims)
     deployment.helm(
         "uninstall", deployment.release, "--namespace", deployment.operator_namespace, "--wait"
     )

@@ -74,14 +74,16 @@ def test_every_worker_has_two_real_disks(kind_cluster: KindCluster) -> None:
             # host's disk.
             assert 0.8 * 2**30 < int(size) < 2**30, f"{node}:{disk} has {size} bytes"
             sources.add(source)
-    assert len(sources) == 6, f"the disks are not distinct devices: {sources}"
+    expected = 2 * len(kind_cluster.workers())
+    assert len(sources) == expected, f"the disks are not distinct devices: {sources}"
 
 
 def test_one_broker_per_worker_each_on_the_local_volumes_of_its_node(
     brokers: PlainBrokers,
 ) -> None:
     nodes = {pod: brokers.node_of(pod) for pod in BROKER_PODS}
-    assert sorted(nodes.values()) == brokers.cluster.workers()
+    assert len(set(nodes.values())) == len(BROKER_PODS), nodes
+    assert set(nodes.values()) <= set(brokers.cluster.workers())
     claims = brokers.cluster.get("pvc", "--namespace", brokers.namespace)["items"]
     volumes = {v["metadata"]["name"]: v for v in brokers.cluster.get("pv")["items"]}
     for pod, node in nodes.items():
