@@ -8,8 +8,9 @@ Cluster:
   ``BrokersNotReady`` (how many answer), ``ZooKeeperNotReady``, ``PartitionsOffline``.
 * ``Progressing``: the operator is changing something. True with ``Creating``,
   ``RollingRestart`` (which broker, and what it waits for), ``Scaling`` (what moves, and
-  how far it got); False with ``Idle``, or ``ScaleDownRefused`` (the topic whose
-  replication factor the remaining brokers could not hold; nothing moves).
+  how far it got; a requested replica rebalance too); False with ``Idle``, or
+  ``ScaleDownRefused`` (the topic whose replication factor the remaining brokers could
+  not hold; nothing moves).
 * ``Degraded``: something is wrong that needs a person. True with
   ``UnderReplicated`` (partitions whose ISR is short), ``LogDirOffline`` (which broker
   and dir); False with ``Healthy``.
@@ -67,6 +68,7 @@ class Reason:
     ROLLING_RESTART = "RollingRestart"
     SCALING = "Scaling"
     SCALE_DOWN_REFUSED = "ScaleDownRefused"
+    REBALANCING = "Rebalancing"  # an event: a replica rebalance or leader election started
     IDLE = "Idle"
     UNDER_REPLICATED = "UnderReplicated"
     LOG_DIR_OFFLINE = "LogDirOffline"

@@ -21,7 +21,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tidelog_operator.names import GROUP, VERSION
 
-__all__ = ["FIELD_MANAGER", "api", "apply", "delete", "patch_status"]
+__all__ = ["FIELD_MANAGER", "api", "apply", "delete", "patch_status", "remove_annotation"]
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +100,19 @@ def delete(
             return False
         raise
     return True
+
+
+def remove_annotation(
+    api: client.ApiClient, plural: str, namespace: str, name: str, key: str
+) -> None:
+    """Remove annotation ``key`` of a custom resource (a merge patch; gone is fine)."""
+    try:
+        client.CustomObjectsApi(api).patch_namespaced_custom_object(
+            GROUP, VERSION, namespace, plural, name, {"metadata": {"annotations": {key: None}}}
+        )
+    except ApiException as error:
+        if error.status != 404:
+            raise
 
 
 def patch_status(

@@ -81,10 +81,12 @@ class ZooKeeperSpec:
 
 @dataclass(frozen=True)
 class RebalanceSpec:
-    """How the operator moves data (scale-up and scale-down): the replication throttle
-    of each broker while it moves, in bytes/s (0: none)."""
+    """How the operator moves data (scale-up, scale-down, rebalances): the replication
+    throttle of each broker while it moves, in bytes/s (0: none), and how often it elects
+    the preferred leaders (0: never on a schedule)."""
 
     throttle_bytes_per_second: int = 50 * 1024 * 1024
+    leader_interval_seconds: int = 300
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,9 @@ def parse_cluster(name: str, namespace: str, spec: Mapping[str, Any]) -> Cluster
         rebalance=RebalanceSpec(
             throttle_bytes_per_second=rebalance.get(
                 "throttleBytesPerSecond", RebalanceSpec.throttle_bytes_per_second
-            )
+            ),
+            leader_interval_seconds=(rebalance.get("leaders") or {}).get(
+                "intervalSeconds", RebalanceSpec.leader_interval_seconds
+            ),
         ),
     )

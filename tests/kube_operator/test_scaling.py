@@ -3,11 +3,13 @@ while another move runs, and never below a topic's replication factor."""
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tidelog_operator.cluster.balance import election_due, requested, spread
 from tidelog_operator.cluster.observe import scaling_status
 from tidelog_operator.cluster.scaling import (
     ScaleDecision,
@@ -96,6 +98,20 @@ def seen(**fields) -> ScaleObservation:
             seen(reassigning=2, ours_in_progress=True), "wait", (), id="our move in progress"
         ),
         pytest.param(seen(ours_in_progress=True), "finish", (), id="our move has completed"),
+        pytest.param(
+            seen(requested="replicas"), "rebalance-replicas", (), id="a replica rebalance asked"
+        ),
+        pytest.param(seen(requested="leaders"), "elect-leaders", (), id="an election asked"),
+        pytest.param(seen(election_due=True), "elect-leaders", (), id="an election due"),
+        pytest.param(
+            seen(election_due=True, reassigning=3), "wait", (), id="no election during a move"
+        ),
+        pytest.param(
+            seen(requested="replicas", desired=4, running=4, live=frozenset({0, 1, 2, 3})),
+            "add-brokers",
+            (3,),
+            id="scaling before balancing",
+        ),
     ],
 )
 def test_the_scaler_decides(observation, action, brokers):
@@ -146,3 +162,15 @@ def test_the_default_throttle_is_the_crds():
     rebalance = schema["openAPIV3Schema"]["properties"]["spec"]["properties"]["rebalance"]
     default = rebalance["properties"]["throttleBytesPerSecond"]["default"]
     assert default == RebalanceSpec().throttle_bytes_per_second
+
+
+def test_balancing_is_asked_by_annotation_or_due_by_schedule():
+    assert requested({"tidelog.dev/rebalance": "leaders"}) == "leaders"
+    assert requested({"tidelog.dev/rebalance": "everything"}) is None
+    assert requested(None) is None
+    now = datetime.datetime(2026, 11, 24, 12, 0, tzinfo=datetime.UTC)
+    assert not election_due(None, 0, now)
+    assert election_due(None, 300, now)
+    assert not election_due("2026-11-24T11:56:00Z", 300, now)
+    assert election_due("2026-11-24T11:55:00Z", 300, now)
+    assert spread([0, 0, 1], [0, 1, 2]) == 2

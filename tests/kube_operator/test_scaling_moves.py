@@ -1,17 +1,19 @@
-"""The scaler against real brokers (ids 0..3, as the operator's pod ordinals), driven
+"""The scaler against real brokers (ids from 0, as the operator's pod ordinals), driven
 pass after pass as the operator's timer drives it, while an idempotent acks=all producer
 writes to a ``min.insync.replicas=2`` topic: a scale-up spreads the replicas onto the new
 broker under a throttle that goes when done, a scale-down drains the leaving broker
 before the StatefulSet shrinks, a scale-down below the replication factor moves
-nothing, and every acknowledged record is kept."""
+nothing, a requested replica rebalance evens out a skewed topic, preferred leaders come
+back on schedule or when asked, and every acknowledged record is kept."""
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections import Counter
 
 from integration.acked_writes import ContinuousProducer, assert_acknowledged_records_kept
-from integration.cluster import Cluster
+from integration.cluster import Cluster, wait_until
 from tidelog.admin import AdminClient
 from tidelog.admin.moves import BROKER_THROTTLE_RATES, TOPIC_THROTTLED_REPLICAS
 from tidelog.admin.topics import ConfigResourceType
@@ -24,14 +26,17 @@ PARTITIONS = 8
 THROTTLE = 2_000_000
 
 
-def spec_with(brokers: int):
+def spec_with(brokers: int, leaders_every: int = 0):
     return parse_cluster(
         "local",
         "default",
         {
             "brokers": {"replicas": brokers},
             "storage": {"volumes": [{"id": 0, "size": "1Gi"}]},
-            "rebalance": {"throttleBytesPerSecond": THROTTLE},
+            "rebalance": {
+                "throttleBytesPerSecond": THROTTLE,
+                "leaders": {"intervalSeconds": leaders_every},
+            },
         },
     )
 
@@ -50,22 +55,23 @@ class Driver:
         self.shrunk.append(brokers)
         self.running = brokers
 
-    def step(self, desired: int):
+    def step(self, desired: int, requested: str | None = None, leaders_every: int = 0):
         step = scale_once(
             self.admin,
-            spec_with(desired),
+            spec_with(desired, leaders_every),
             self.status,
             running=self.running,
-            now=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            requested=requested,
+            now=datetime.datetime.now(datetime.UTC),
             shrink=self.shrink,
         )
         self.status = scaling_status(self.status, step, generation=1, now="now")
         self.actions.append(step.decision.action)
         return step
 
-    def until(self, desired: int, action: str, timeout: float = 120) -> None:
+    def until(self, desired: int, action: str, timeout: float = 120, **options) -> None:
         deadline = time.monotonic() + timeout
-        while self.step(desired).decision.action != action:
+        while self.step(desired, **options).decision.action != action:
             assert time.monotonic() < deadline, f"no {action} within {timeout} s: {self.actions}"
             time.sleep(0.3)
 
@@ -139,3 +145,60 @@ def test_scale_up_spreads_scale_down_drains_and_too_far_down_is_refused(tmp_path
             assert driver.admin.cluster_state([TOPIC]).assignment == before
             assert not driver.admin.list_reassignments() and driver.running == 3
         assert_acknowledged_records_kept(cluster.bootstrap, producer, "after scaling")
+
+
+def in_sync(cluster: Cluster, broker: int) -> bool:
+    assignment = cluster.assignment(TOPIC)
+    return all(
+        broker in isr
+        for partition, (_, _, isr) in cluster.leaders(0, TOPIC).items()
+        if broker in assignment[partition]
+    )
+
+
+def leader_spread(cluster: Cluster, brokers) -> int:
+    leaders = Counter(leader for leader, _, _ in cluster.leaders(0, TOPIC).values())
+    return max(leaders.get(b, 0) for b in brokers) - min(leaders.get(b, 0) for b in brokers)
+
+
+def test_rebalances_even_out_replicas_and_leaders(tmp_path, zk_chroot):
+    with Cluster(tmp_path, zk_chroot, size=3, first_id=0) as cluster:
+        # Skewed: broker 0 holds and prefers every partition, broker 2 holds one.
+        skewed = {p: [0, 1] for p in range(PARTITIONS - 1)} | {PARTITIONS - 1: [0, 2]}
+        cluster.create_topic(TOPIC, assignment=skewed, configs={"min.insync.replicas": "1"})
+        driver = Driver(cluster)
+        driver.running = 3
+        assert driver.step(3).decision.action == "done"  # nothing due, nothing asked
+        with ContinuousProducer(cluster.bootstrap, TOPIC, PARTITIONS) as producer:
+            producer.wait_for_more(2_000, "records before the rebalance")
+            rebalance = driver.step(3, requested="replicas")
+            assert rebalance.decision.action == "rebalance-replicas" and rebalance.handled
+            driver.until(3, "done")
+            move = driver.status["rebalance"]
+            assert move["operation"] == "Rebalance" and move["state"] == "Done"
+            assert move["replicas"] > 0 and move["imbalanceBefore"] > 1
+            assert move["imbalanceAfter"] <= 1
+            counts = replica_counts(driver.admin)
+            assert max(counts.values()) - min(counts.values()) <= 1, counts
+            assert leader_spread(cluster, range(3)) <= 1
+
+            # Broker 1 restarts: its leaderships go to the others and stay there.
+            cluster.brokers[1].stop()
+            cluster.brokers[1].start()
+            wait_until(lambda: in_sync(cluster, 1), "broker 1 back in every ISR")
+            assert leader_spread(cluster, range(3)) > 1
+            elected = driver.step(3, requested="leaders")
+            assert elected.decision.action == "elect-leaders" and elected.handled
+            election = driver.status["leaderElection"]
+            assert election["trigger"] == "Request" and election["leadersMoved"] > 0
+            assert election["imbalanceBefore"] > 1 >= election["imbalanceAfter"]
+            assert leader_spread(cluster, range(3)) <= 1
+
+            # On a schedule: due once the interval has passed since the last, not before.
+            assert driver.step(3, leaders_every=3600).decision.action == "done"
+            time.sleep(1.1)
+            scheduled = driver.step(3, leaders_every=1)
+            assert scheduled.decision.action == "elect-leaders" and not scheduled.handled
+            assert driver.status["leaderElection"]["trigger"] == "Schedule"
+            producer.wait_for_more(1_000, "records after the rebalances")
+        assert_acknowledged_records_kept(cluster.bootstrap, producer, "after rebalancing")

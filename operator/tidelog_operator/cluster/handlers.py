@@ -5,9 +5,10 @@
   and a Warning event naming refused keys);
 * every ``OBSERVE_INTERVAL_S``: recycle released local volumes, take one step of the
   rolling restart (``rolling.py``: a broker on an old pod template is restarted when it
-  is safe), then, with no roll under way, one step of scaling (``scaling.py``: data is
-  spread onto added brokers and drained off leaving ones before they go), observe pods
-  and brokers and write the status (only when it changes).
+  is safe), then, with no roll under way, one step of scaling and balancing
+  (``scaling.py``: data is spread onto added brokers and drained off leaving ones before
+  they go; replicas rebalanced and preferred leaders elected as ``balance.py`` asks),
+  observe pods and brokers and write the status (only when it changes).
 
 The StatefulSet gets the spec's brokers, but never fewer than it runs: only the scaler
 shrinks it, once the leaving brokers are drained.
@@ -27,6 +28,7 @@ from tidelog.admin.planner import PlanError
 from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import conditions, kube
 from tidelog_operator.builders.brokers import bootstrap_address, node_reader_binding
+from tidelog_operator.cluster.balance import REBALANCE_ANNOTATION, requested
 from tidelog_operator.cluster.children import Children, desired_children
 from tidelog_operator.cluster.observe import (
     cluster_status,
@@ -101,6 +103,8 @@ def observe_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, 
         kopf.info(body, reason=Reason.ROLLING_RESTART, message=roll.reason)
     step = _scale(parsed, body, roll)
     _announce(body, step)
+    if step.handled:
+        kube.remove_annotation(kube.api(), "clusters", namespace, name, REBALANCE_ANNOTATION)
     seen = observe(kube.api(), parsed)
     generation = meta.get("generation")
 
@@ -140,7 +144,8 @@ def _scale(parsed: ClusterSpec, body: Any, roll: RollDecision) -> ScaleStep:
             parsed,
             body.get("status") or {},
             running=statefulset_replicas(kube.api(), parsed),
-            now=now(),
+            requested=requested(body.get("metadata", {}).get("annotations")),
+            now=datetime.datetime.now(datetime.UTC),
             shrink=lambda brokers: _apply_children(parsed, body, brokers),
         )
     except (AdminError, OSError, ProtocolError, PlanError) as error:
@@ -152,6 +157,8 @@ def _announce(body: Any, step: ScaleStep) -> None:
     decision = step.decision
     if decision.action in ("add-brokers", "remove-brokers", "shrink", "finish"):
         kopf.info(body, reason=Reason.SCALING, message=decision.reason)
+    elif decision.action in ("rebalance-replicas", "elect-leaders"):
+        kopf.info(body, reason=Reason.REBALANCING, message=decision.reason)
     elif decision.action == "refuse":
         before = ((body.get("status") or {}).get(MOVE) or {}).get("state")
         if before != "Refused":

@@ -13,7 +13,12 @@ status' ``spreadBrokers``). Each pass, in this order:
    the StatefulSet to ``desired``;
 3. scale-up (``spread < running``): once the new brokers have registered,
    ``add-brokers`` spreads the replicas onto them through the planner;
-4. otherwise ``done``.
+4. balancing (``balance.py``): ``rebalance-replicas`` when asked for, ``elect-leaders``
+   when asked for or due;
+5. otherwise ``done``.
+
+One movement at a time: a balancing waits for a scaling, and either for a reassignment
+that someone else started.
 
 Brokers are added to the StatefulSet at once (the reconciler never shrinks it), so a
 scale-up starts as soon as the new pods are in; a scale-down shrinks only here.
@@ -38,11 +43,14 @@ class ScaleObservation:
     assignment: Mapping[TopicPartition, Sequence[int]]
     reassigning: int  # partitions with a reassignment in progress
     ours_in_progress: bool  # the status records a move the operator started
+    requested: str | None = None  # the balancing the annotation asks for
+    election_due: bool = False  # a scheduled preferred-leader election
 
 
 @dataclass(frozen=True)
 class ScaleDecision:
-    action: str  # "wait", "finish", "refuse", "remove-brokers", "shrink", "add-brokers", "done"
+    action: str  # wait, finish, refuse, remove-/add-brokers, shrink, rebalance-replicas,
+    # elect-leaders or done
     brokers: tuple[int, ...] = ()
     reason: str = ""
     progressing: bool = False  # a scaling is under way (the Progressing condition)
@@ -99,6 +107,13 @@ def decide_scale(seen: ScaleObservation) -> ScaleDecision:
             return ScaleDecision(
                 "add-brokers", added, f"spreading replicas onto brokers {_ids(added)}", True
             )
+    if seen.requested == "replicas":
+        return ScaleDecision(
+            "rebalance-replicas", reason="balancing replicas, as asked", progressing=True
+        )
+    if seen.requested == "leaders" or seen.election_due:
+        why = "as asked" if seen.requested == "leaders" else "on schedule"
+        return ScaleDecision("elect-leaders", reason=f"electing preferred leaders, {why}")
     return ScaleDecision("done")
 
 

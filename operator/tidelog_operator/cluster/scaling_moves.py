@@ -1,19 +1,25 @@
 """What the scaler observes and does (``scaling.decide_scale`` decides): reassignments
 through the planner with the throttle that ``kafka-reassign-partitions.sh --throttle``
-sets, their progress and outcome on the Cluster's status, and the StatefulSet's shrink
-(seed 003: 分区重分配, 修改主题限速, C Preferred领导者选举).
+sets, preferred-leader elections, their progress and outcome on the Cluster's status,
+and the StatefulSet's shrink (seed 003: 分区重分配, 修改主题限速, C Preferred领导者选举).
 
 The status keys it owns:
 
 * ``spreadBrokers``: how many brokers (ids ``0 ..``) the data was last spread over;
-* ``rebalance``: the last movement: ``operation`` (``AddBrokers``, ``RemoveBrokers``),
-  ``brokers``, ``state`` (``Running``, ``Done``, ``Refused``), ``partitions`` and
-  ``partitionsDone``, ``bytes`` and ``bytesDone`` (bytes of the replicas created),
-  ``throttleBytesPerSecond`` (0: none), ``startedAt``, ``finishedAt``, ``message``.
+* ``rebalance``: the last movement of replicas: ``operation`` (``AddBrokers``,
+  ``RemoveBrokers``, ``Rebalance``), ``brokers``, ``state`` (``Running``, ``Done``,
+  ``Refused``), ``partitions`` and ``partitionsDone``, ``replicas`` (replicas created),
+  ``bytes`` and ``bytesDone`` (their bytes), ``imbalanceBefore`` and ``imbalanceAfter``
+  (replica spread over the brokers, the latter as planned), ``throttleBytesPerSecond``
+  (0: none), ``startedAt``, ``finishedAt``, ``message``;
+* ``leaderElection``: the last preferred-leader election: ``trigger`` (``Schedule``,
+  ``Request``), ``at``, ``leadersMoved``, ``imbalanceBefore``, ``imbalanceAfter``
+  (leader spread over the brokers).
 """
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -23,30 +29,52 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tidelog.admin import AdminClient
+from tidelog.admin.groups import TopicPartition
 from tidelog.admin.moves import BROKER_THROTTLE_RATES, FOLLOWER_REPLICAS, LEADER_REPLICAS
-from tidelog.admin.planner import Plan, plan_add_brokers, plan_remove_brokers
+from tidelog.admin.planner import (
+    ClusterState,
+    Plan,
+    plan_add_brokers,
+    plan_rebalance_replicas,
+    plan_remove_brokers,
+)
 from tidelog.admin.topics import ElectionType
 from tidelog.cli.reassignment_file import throttled_replicas
 from tidelog_operator import names
+from tidelog_operator.cluster.balance import election_due, replicas_of, spread
 from tidelog_operator.cluster.scaling import ScaleDecision, ScaleObservation, decide_scale
 from tidelog_operator.spec import ClusterSpec
 
-__all__ = ["MOVE", "SPREAD", "ScaleStep", "scale_once", "statefulset_replicas"]
+__all__ = ["LEADERS", "MOVE", "SPREAD", "ScaleStep", "scale_once", "statefulset_replicas"]
 
 logger = logging.getLogger(__name__)
 
 SPREAD = "spreadBrokers"
 MOVE = "rebalance"
-_OPERATIONS = {"add-brokers": "AddBrokers", "remove-brokers": "RemoveBrokers"}
-_PLANNERS = {"add-brokers": plan_add_brokers, "remove-brokers": plan_remove_brokers}
+LEADERS = "leaderElection"
+_OPERATIONS = {
+    "add-brokers": "AddBrokers",
+    "remove-brokers": "RemoveBrokers",
+    "rebalance-replicas": "Rebalance",
+}
+
+
+def _plan(action: str, state: ClusterState, brokers: tuple[int, ...]) -> Plan:
+    if action == "add-brokers":
+        return plan_add_brokers(state, brokers)
+    if action == "remove-brokers":
+        return plan_remove_brokers(state, brokers)
+    return plan_rebalance_replicas(state)
 
 
 @dataclass(frozen=True)
 class ScaleStep:
-    """The decision taken and the status keys it sets (None: removes the key)."""
+    """The decision taken, the status keys it sets (None: removes the key), and whether
+    it carried out the annotation's request (which then goes)."""
 
     decision: ScaleDecision
     status: dict[str, Any] = field(default_factory=dict)
+    handled: bool = False
 
 
 def statefulset_replicas(api: client.ApiClient, spec: ClusterSpec) -> int | None:
@@ -68,37 +96,41 @@ def scale_once(
     status: Mapping[str, Any],
     *,
     running: int | None,
-    now: str,
+    requested: str | None,
+    now: datetime.datetime,
     shrink: Callable[[int], None],
 ) -> ScaleStep:
     """Observe, decide, act. ``running`` is the StatefulSet's replicas (None: not there
-    yet), ``shrink(n)`` applies it with ``n`` brokers; the brokers are asked only when
-    something is to move or has moved."""
+    yet), ``requested`` the balancing the annotation asks for, ``shrink(n)`` applies the
+    StatefulSet with ``n`` brokers; the brokers are asked only when something is to move,
+    has moved or is due."""
     if running is None:
         return ScaleStep(ScaleDecision("wait", reason="the brokers' StatefulSet is not there"))
-    spread = status.get(SPREAD, running)
+    spread_over = status.get(SPREAD, running)
     move = dict(status.get(MOVE) or {})
     ours = move.get("state") == "Running"
     desired = spec.brokers.replicas
-    if desired == running == spread and not ours:  # a refusal the user withdrew goes too
-        refused = move.get("state") == "Refused"
-        return ScaleStep(
-            ScaleDecision("done"), {SPREAD: running} | ({MOVE: None} if refused else {})
-        )
+    last_election = (status.get(LEADERS) or {}).get("at")
+    due = election_due(last_election, spec.rebalance.leader_interval_seconds, now)
+    if desired == running == spread_over and not (ours or requested or due):
+        withdrawn = {MOVE: None} if move.get("state") == "Refused" else {}
+        return ScaleStep(ScaleDecision("done"), {SPREAD: running} | withdrawn)
     reassigning = admin.list_reassignments()
     state = admin.cluster_state()
     decision = decide_scale(
         ScaleObservation(
             desired=desired,
             running=running,
-            spread=spread,
+            spread=spread_over,
             live=frozenset(state.brokers),
             assignment=state.assignment,
             reassigning=len(reassigning),
             ours_in_progress=ours,
+            requested=requested,
+            election_due=due,
         )
     )
-    action = decision.action
+    action, stamp = decision.action, _stamp(now)
     if action == "wait" and ours:
         left = sum(state.sizes.get(tp, 0) * len(r.adding) for tp, r in reassigning.items())
         move["partitionsDone"] = max(0, move["partitions"] - len(reassigning))
@@ -111,7 +143,7 @@ def scale_once(
             state="Done",
             partitionsDone=move["partitions"],
             bytesDone=move["bytes"],
-            finishedAt=now,
+            finishedAt=stamp,
         )
         updates: dict[str, Any] = {MOVE: move}
         if move.get("operation") == "AddBrokers":
@@ -125,19 +157,65 @@ def scale_once(
             "message": decision.reason,
         }
         return ScaleStep(decision, {MOVE: refused})
-    if action in _PLANNERS:
-        plan = _PLANNERS[action](state, decision.brokers)
-        if not plan.moves:  # already spread: nothing to copy
-            return ScaleStep(ScaleDecision("done"), {SPREAD: running})
-        throttle = spec.rebalance.throttle_bytes_per_second
-        _start(admin, plan, state.brokers, throttle)
-        return ScaleStep(decision, {MOVE: _started(action, decision, plan, throttle, now)})
+    if action in _OPERATIONS:
+        return _move(admin, spec, state, decision, running, stamp)
+    if action == "elect-leaders":
+        trigger = "Request" if requested == "leaders" else "Schedule"
+        election = _elect(admin, state, trigger, stamp)
+        return ScaleStep(decision, {LEADERS: election}, handled=trigger == "Request")
     if action == "shrink":
         shrink(desired)
         return ScaleStep(decision, {SPREAD: desired})
     if action == "done":
         return ScaleStep(decision, {SPREAD: running})
     return ScaleStep(decision)
+
+
+def _stamp(now: datetime.datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _move(
+    admin: AdminClient,
+    spec: ClusterSpec,
+    state: ClusterState,
+    decision: ScaleDecision,
+    running: int,
+    stamp: str,
+) -> ScaleStep:
+    """Plan and start a movement of replicas; a plan without moves is done at once."""
+    action = decision.action
+    plan = _plan(action, state, decision.brokers)
+    handled = action == "rebalance-replicas"
+    throttle = spec.rebalance.throttle_bytes_per_second
+    record = _record(action, decision, plan, state, throttle, stamp)
+    if not plan.moves:  # already balanced: nothing to copy
+        record.update(state="Done", finishedAt=stamp)
+        updates: dict[str, Any] = {SPREAD: running}
+        if handled:
+            updates[MOVE] = record
+        return ScaleStep(ScaleDecision("done"), updates, handled=handled)
+    _start(admin, plan, state.brokers, throttle)
+    return ScaleStep(decision, {MOVE: record}, handled=handled)
+
+
+def _elect(admin: AdminClient, state: ClusterState, trigger: str, stamp: str) -> dict:
+    """A preferred-leader election of every partition, and what it changed."""
+    leaders = {
+        TopicPartition(name, p.partition): p.leader
+        for name, topic in admin.describe_topics().items()
+        for p in topic.partitions
+    }
+    results = admin.elect_leaders(ElectionType.PREFERRED)
+    elected = [tp for tp, error in results.items() if error is None and tp in state.assignment]
+    after = leaders | {tp: state.assignment[tp][0] for tp in elected}
+    return {
+        "trigger": trigger,
+        "at": stamp,
+        "leadersMoved": len(elected),
+        "imbalanceBefore": spread(leaders.values(), state.brokers),
+        "imbalanceAfter": spread(after.values(), state.brokers),
+    }
 
 
 def _start(admin: AdminClient, plan: Plan, brokers: Mapping[int, Any], throttle: int) -> None:
@@ -157,7 +235,15 @@ def _start(admin: AdminClient, plan: Plan, brokers: Mapping[int, Any], throttle:
         raise failed[0]
 
 
-def _started(action: str, decision: ScaleDecision, plan: Plan, throttle: int, now: str) -> dict:
+def _record(
+    action: str,
+    decision: ScaleDecision,
+    plan: Plan,
+    state: ClusterState,
+    throttle: int,
+    stamp: str,
+) -> dict:
+    """The status of a movement as it starts."""
     logger.info(
         "%s %s: %d partitions, %d bytes",
         action,
@@ -165,15 +251,19 @@ def _started(action: str, decision: ScaleDecision, plan: Plan, throttle: int, no
         len(plan.moves),
         plan.bytes_moved,
     )
+    staying = [b for b in state.brokers if action != "remove-brokers" or b not in decision.brokers]
     return {
         "operation": _OPERATIONS[action],
         "brokers": list(decision.brokers),
         "state": "Running",
         "partitions": len(plan.moves),
         "partitionsDone": 0,
+        "replicas": plan.replicas_moved,
         "bytes": plan.bytes_moved,
         "bytesDone": 0,
+        "imbalanceBefore": spread(replicas_of(plan.current), state.brokers),
+        "imbalanceAfter": spread(replicas_of(plan.target), staying),
         "throttleBytesPerSecond": throttle,
-        "startedAt": now,
+        "startedAt": stamp,
         "message": decision.reason,
     }
