@@ -69,6 +69,7 @@ class Reason:
     SCALING = "Scaling"
     SCALE_DOWN_REFUSED = "ScaleDownRefused"
     REBALANCING = "Rebalancing"  # an event: a replica rebalance or leader election started
+    VOLUMES_LOST = "VolumesLost"  # an event: a broker's claims let go with its node
     IDLE = "Idle"
     UNDER_REPLICATED = "UnderReplicated"
     LOG_DIR_OFFLINE = "LogDirOffline"

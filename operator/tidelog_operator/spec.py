@@ -98,6 +98,7 @@ class ClusterSpec:
     local: LocalDisks | None
     claim_retention: str
     zookeeper: ZooKeeperSpec
+    replace_lost_volumes: bool = False
     rebalance: RebalanceSpec = field(default_factory=RebalanceSpec)
 
 
@@ -153,6 +154,7 @@ def parse_cluster(name: str, namespace: str, spec: Mapping[str, Any]) -> Cluster
         volumes=volumes,
         local=local,
         claim_retention=storage.get("claimRetention", "Retain"),
+        replace_lost_volumes=storage.get("replaceLostVolumes", False),
         zookeeper=ZooKeeperSpec(
             replicas=zookeeper.get("replicas", 3),
             connect=zookeeper.get("connect"),

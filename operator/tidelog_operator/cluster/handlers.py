@@ -3,7 +3,8 @@
 * create, spec update, resume: apply the children (owned by the Cluster, so deleting it
   deletes them) and the local volumes, and record the config check (``ConfigValid``,
   and a Warning event naming refused keys);
-* every ``OBSERVE_INTERVAL_S``: recycle released local volumes, take one step of the
+* every ``OBSERVE_INTERVAL_S``: recycle released local volumes, let go of those whose
+  node is gone (``replaceLostVolumes``), take one step of the
   rolling restart (``rolling.py``: a broker on an old pod template is restarted when it
   is safe), then, with no roll under way, one step of scaling and balancing
   (``scaling.py``: data is spread onto added brokers and drained off leaving ones before
@@ -45,7 +46,11 @@ from tidelog_operator.cluster.scaling_moves import (
     scale_once,
     statefulset_replicas,
 )
-from tidelog_operator.cluster.volumes import recycle_released_volumes, sync_local_volumes
+from tidelog_operator.cluster.volumes import (
+    recycle_released_volumes,
+    replace_lost_volumes,
+    sync_local_volumes,
+)
 from tidelog_operator.cluster_client import ADMIN_TIMEOUT_S
 from tidelog_operator.conditions import Reason
 from tidelog_operator.names import GROUP, VERSION, node_reader_binding_name
@@ -98,6 +103,9 @@ def observe_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, 
     parsed = parse_cluster(name, namespace, spec)
     for volume in recycle_released_volumes(kube.api(), parsed, parsed.brokers.image):
         kopf.info(body, reason="VolumeRecycled", message=f"{volume} wiped and available again")
+    lost = replace_lost_volumes(kube.api(), parsed)
+    if lost:
+        kopf.warn(body, reason=Reason.VOLUMES_LOST, message=lost.message())
     roll = _roll(parsed)
     if roll.action == "restart":
         kopf.info(body, reason=Reason.ROLLING_RESTART, message=roll.reason)
