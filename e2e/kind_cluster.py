@@ -207,6 +207,14 @@ class KindCluster:
     def restart_node(self, node: str) -> None:
         run("docker", "restart", node, timeout=180)
 
+    def stop_node(self, node: str) -> None:
+        """The node's machine off (its container stopped), its disks with it."""
+        run("docker", "stop", node, timeout=180)
+
+    def start_node(self, node: str) -> None:
+        """The node's container started again: its kubelet registers the Node anew."""
+        run("docker", "start", node, timeout=180)
+
     # -- the API ---------------------------------------------------------------------------
 
     def kubectl(

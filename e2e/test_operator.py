@@ -9,6 +9,7 @@ removing it all leaves nothing the operator made."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -115,17 +116,7 @@ spec: {clusterRef: events, partitions: %d, replicationFactor: 2, config: {retent
 
 
 def _retention(deployment: OperatorDeployment, topic: str) -> str:
-    output = deployment.kubectl(
-        "exec",
-        "toolbox",
-        "--",
-        "tidelog-topics",
-        "--bootstrap-server",
-        "events-bootstrap:9092",
-        "--describe",
-        "--topic",
-        topic,
-    )
+    output = _topics_tool(deployment, "--describe", "--topic", topic)
     configs = output.splitlines()[0].split("Configs: ")[1]
     return dict(item.split("=", 1) for item in configs.split(",") if item).get("retention.ms", "")
 
@@ -205,18 +196,7 @@ def test_a_deleted_broker_pod_comes_back_on_its_node_with_its_data(deployment):
 def test_a_config_change_rolls_every_broker_while_a_producer_runs(deployment):
     """One broker at a time, the controller last, never below min.insync.replicas: an
     acks=all producer at 15 records a second sees every record acknowledged."""
-    producer = deployment.client_started(
-        "produce",
-        "--topic",
-        "orders",
-        "--count",
-        "3000",
-        "--per-second",
-        "15",
-        "--prefix",
-        "roll",
-        "--idempotent",
-    )
+    producer = _steady_producer(deployment, 3000, "roll")
     before = deployment.get("statefulset/events-broker")["status"]["updateRevision"]
     deployment.kubectl(
         "patch",
@@ -261,18 +241,7 @@ def test_scaling_moves_the_data_first_and_refuses_to_go_below_a_replication_fact
     spreads replicas onto it; back to 3: broker 3 is drained, then removed; to 2: refused
     (the topics have 3 replicas), nothing moves. An acks=all producer runs throughout and
     every record it saw acknowledged is there afterwards."""
-    producer = deployment.client_started(
-        "produce",
-        "--topic",
-        "orders",
-        "--count",
-        "3000",
-        "--per-second",
-        "15",
-        "--prefix",
-        "scale",
-        "--idempotent",
-    )
+    producer = _steady_producer(deployment, 3000, "scale")
     deployment.kubectl("scale", "cluster/events", "--replicas=4")
     deployment.wait_for(
         lambda: _moved(deployment, "AddBrokers", spread=4), "replicas spread onto broker 3", 600
@@ -313,6 +282,23 @@ def test_scaling_moves_the_data_first_and_refuses_to_go_below_a_replication_fact
     assert consumed["missing_count"] == 0, consumed
 
 
+def _steady_producer(deployment: OperatorDeployment, count: int, prefix: str):
+    """An idempotent acks=all producer of ``count`` records to orders, 15 a second, that
+    runs while the test goes on (its result: ``deployment.client_result``)."""
+    return deployment.client_started(
+        "produce",
+        "--topic",
+        "orders",
+        "--count",
+        str(count),
+        "--per-second",
+        "15",
+        "--prefix",
+        prefix,
+        "--idempotent",
+    )
+
+
 def _moved(deployment: OperatorDeployment, operation: str, spread: int) -> bool:
     status = deployment.get("cluster/events").get("status", {})
     move = status.get("rebalance", {})
@@ -323,22 +309,167 @@ def _moved(deployment: OperatorDeployment, operation: str, spread: int) -> bool:
     )
 
 
+def _leaders(deployment: OperatorDeployment) -> dict[int, int]:
+    """Leaderships per broker over every topic."""
+    return _per_broker(re.findall(r"\tLeader: (-?\d+)", _describe_topics(deployment)))
+
+
 def _replica_counts(deployment: OperatorDeployment) -> dict[int, int]:
-    """Replicas per broker over every topic, as ``tidelog-topics --describe`` lists them."""
-    listing = deployment.kubectl(
+    """Replicas per broker over every topic."""
+    listed = re.findall(r"\tReplicas: ([\d,]+)", _describe_topics(deployment))
+    return _per_broker(b for replicas in listed for b in replicas.split(","))
+
+
+def _describe_topics(deployment: OperatorDeployment) -> str:
+    """``tidelog-topics --describe`` of every topic."""
+    return _topics_tool(deployment, "--describe")
+
+
+def _topics_tool(deployment: OperatorDeployment, *args: str) -> str:
+    """``tidelog-topics`` against the Cluster, run in the toolbox as a user runs it."""
+    return deployment.kubectl(
         "exec",
         "toolbox",
         "--",
         "tidelog-topics",
         "--bootstrap-server",
         "events-bootstrap:9092",
-        "--describe",
+        *args,
     )
+
+
+def _per_broker(ids) -> dict[int, int]:
     counts: dict[int, int] = {}
-    for replicas in re.findall(r"\tReplicas: ([\d,]+)", listing):
-        for broker in replicas.split(","):
-            counts[int(broker)] = counts.get(int(broker), 0) + 1
+    for broker in ids:
+        counts[int(broker)] = counts.get(int(broker), 0) + 1
     return counts
+
+
+def test_leaders_come_back_on_schedule_and_a_requested_rebalance_evens_out_replicas(
+    deployment,
+):
+    """Broker 0's pod deleted: it comes back leading nothing, and the operator's
+    scheduled preferred-leader election (every 20 s here; the example leaves the
+    brokers' own automatic one off) gives its leaderships back. A topic made skewed on
+    purpose, then ``tidelog.dev/rebalance=replicas``: the planner evens the replicas out
+    and the annotation goes."""
+    deployment.kubectl(
+        "patch",
+        "cluster/events",
+        "--type=merge",
+        "--patch",
+        '{"spec": {"rebalance": {"leaders": {"intervalSeconds": 20}}}}',
+    )
+    deleted = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    deployment.kubectl("delete", "pod", "events-broker-0", "--wait=true", timeout=180)
+    elections: list[dict] = []
+
+    def preferred_lead() -> bool:
+        election = deployment.get("cluster/events")["status"].get("leaderElection", {})
+        if election.get("at", "") >= deleted and election.get("trigger") == "Schedule":
+            elections.append(election)
+        return _leaders(deployment).get(0, 0) > 0 and any(e["leadersMoved"] > 0 for e in elections)
+
+    deployment.wait_for(preferred_lead, "broker 0 leading again after a scheduled election", 300)
+
+    _topics_tool(
+        deployment,
+        "--create",
+        "--topic",
+        "skewed",
+        "--replica-assignment",
+        "0:1,0:1,0:1,0:1,0:1,0:1,0:1,0:1,0:2",
+    )
+    before = _replica_counts(deployment)
+    assert max(before.values()) - min(before.values()) > 1, before
+    deployment.kubectl("annotate", "cluster/events", "tidelog.dev/rebalance=replicas")
+
+    def rebalanced() -> bool:
+        move = deployment.get("cluster/events")["status"].get("rebalance", {})
+        return move.get("operation") == "Rebalance" and move.get("state") == "Done"
+
+    deployment.wait_for(rebalanced, "the replicas rebalanced", 300)
+    move = deployment.get("cluster/events")["status"]["rebalance"]
+    assert move["replicas"] > 0 and move["imbalanceBefore"] > 1 >= move["imbalanceAfter"], move
+    after = _replica_counts(deployment)
+    assert max(after.values()) - min(after.values()) <= 1, after
+    annotations = deployment.get("cluster/events")["metadata"].get("annotations", {})
+    assert "tidelog.dev/rebalance" not in annotations
+    _topics_tool(deployment, "--delete", "--topic", "skewed")
+
+
+def test_a_node_gone_for_good_takes_a_brokers_disks_and_the_broker_starts_elsewhere(
+    deployment,
+):
+    """``replaceLostVolumes``: a worker stopped for good (``docker stop``, then its Node
+    deleted) with a broker's disks; the operator lets go of its claims and volumes, the
+    broker starts empty on the spare worker and copies its replicas back, and an acks=all
+    producer running throughout loses nothing. The worker is started again afterwards
+    for the tests that follow (its kubelet registers it anew)."""
+    cluster = deployment.cluster
+    pods = broker_pods(deployment)
+    used = {p["spec"]["nodeName"] for p in pods.values()}
+    (spare,) = set(cluster.workers()) - used
+    # The spare worker's disks are held by broker 3's claims, which the scale-down
+    # retained: a user gives them back, and the operator wipes and frees the volumes.
+    deployment.kubectl("delete", "pvc", "data-0-events-broker-3", "data-1-events-broker-3")
+    deployment.wait_for(
+        lambda: all(
+            v["status"]["phase"] == "Available"
+            for v in cluster.get("pv", "--selector", f"tidelog.dev/node={spare}")["items"]
+        ),
+        f"the volumes of {spare} free again",
+        300,
+    )
+    deployment.kubectl(
+        "patch",
+        "cluster/events",
+        "--type=merge",
+        "--patch",
+        '{"spec": {"storage": {"replaceLostVolumes": true}}}',
+    )
+    toolbox = deployment.get("pod/toolbox")["spec"]["nodeName"]
+    operator = cluster.get("pods", "--namespace", deployment.operator_namespace)["items"]
+    keep = {toolbox} | {p["spec"]["nodeName"] for p in operator}
+    victim, lost_node = next(
+        (name, p["spec"]["nodeName"])
+        for name, p in sorted(pods.items())
+        if p["spec"]["nodeName"] not in keep
+    )
+    producer = _steady_producer(deployment, 1500, "lost")
+    cluster.stop_node(lost_node)
+    try:
+        cluster.kubectl("delete", "node", lost_node, timeout=180)
+
+        def replaced() -> bool:
+            pod = broker_pods(deployment).get(victim)
+            status = deployment.get("cluster/events")["status"]
+            return (
+                pod is not None
+                and pod["spec"].get("nodeName") == spare
+                and status.get("readyBrokers") == 3
+                and status.get("underReplicatedPartitions") == 0
+            )
+
+        deployment.wait_for(replaced, f"{victim} copied back on {spare}", 600)
+        lost = deployment.kubectl(
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=events,reason=VolumesLost",
+            "--output",
+            "jsonpath={.items[*].message}",
+        )
+        assert victim in lost, lost
+        produced = deployment.client_result(producer)
+        assert produced == {"acknowledged": 1500, "failures": []}, produced
+        consumed = deployment.client(
+            "consume", "--topic", "orders", "--expect", "1500", "--prefix", "lost"
+        )
+        assert consumed["missing_count"] == 0, consumed
+    finally:
+        cluster.start_node(lost_node)
+        cluster.wait_until_ready()
 
 
 def test_a_deleted_claim_gets_its_disk_wiped_and_bound_again(deployment):
@@ -405,8 +536,8 @@ def test_deleting_the_cluster_and_uninstalling_leave_only_what_the_policy_keeps(
         timeout=300,
     )
     claims = deployment.get("persistentvolumeclaims", selector)["items"]
-    # every broker's that ever ran: 0-2, and 3 of the scaling test
-    expected = {f"data-{disk}-events-broker-{broker}" for disk in (0, 1) for broker in range(4)}
+    # every broker's that runs (broker 3's went in the lost-node test)
+    expected = {f"data-{disk}-events-broker-{broker}" for disk in (0, 1) for broker in range(3)}
     assert {c["metadata"]["name"] for c in claims} == expected
     assert all(c["status"]["phase"] == "Bound" for c in claims)
     deployment.helm(

@@ -235,16 +235,7 @@ def rolling_status(
         if roll.broker is not None:
             status["rolling"]["broker"] = roll.broker
         holds, reason, message = True, Reason.ROLLING_RESTART, roll.reason
-    status["conditions"] = conditions.set_condition(
-        status.get("conditions", []),
-        conditions.PROGRESSING,
-        holds,
-        reason,
-        message,
-        generation=generation,
-        now=now,
-    )
-    return status
+    return _progressing(status, holds, reason, message, generation=generation, now=now)
 
 
 def scaling_status(
@@ -262,6 +253,12 @@ def scaling_status(
         holds, reason, message = True, Reason.SCALING, decision.reason + _progress(status)
     else:
         return status
+    return _progressing(status, holds, reason, message, generation=generation, now=now)
+
+
+def _progressing(
+    status: dict[str, Any], holds: bool, reason: str, message: str, *, generation: int, now: str
+) -> dict[str, Any]:
     status["conditions"] = conditions.set_condition(
         status.get("conditions", []),
         conditions.PROGRESSING,
