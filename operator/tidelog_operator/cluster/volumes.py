@@ -86,12 +86,13 @@ def replace_lost_volumes(api: client.ApiClient, spec: ClusterSpec) -> LostVolume
         return LostVolumes()
     core = client.CoreV1Api(api)
     selector = _selector(names.broker_labels(spec.name))
-    # Pods before claims: a claim listed after its pod is never missing by a race.
-    pods = core.list_namespaced_pod(spec.namespace, label_selector=selector).items
-    claims = core.list_namespaced_persistent_volume_claim(spec.namespace).items
+    # Pods before claims: a claim listed after its pod is never missing by a race. What
+    # is being deleted already counts as gone (so each loss is acted on, and told, once).
+    pods = _staying(core.list_namespaced_pod(spec.namespace, label_selector=selector).items)
+    claims = _staying(core.list_namespaced_persistent_volume_claim(spec.namespace).items)
     lost = lost_volumes(
         nodes={n.metadata.name for n in core.list_node().items},
-        volumes=[api.sanitize_for_serialization(v) for v in _cluster_volumes(core, spec)],
+        volumes=[api.sanitize_for_serialization(v) for v in _staying(_cluster_volumes(core, spec))],
         claims={c.metadata.name for c in claims},
         pods=[api.sanitize_for_serialization(p) for p in pods],
         namespace=spec.namespace,
@@ -105,6 +106,11 @@ def replace_lost_volumes(api: client.ApiClient, spec: ClusterSpec) -> LostVolume
     for volume in lost.volumes:
         _ignore_gone(core.delete_persistent_volume, volume)
     return lost
+
+
+def _staying(objects: list) -> list:
+    """Those not being deleted."""
+    return [o for o in objects if o.metadata.deletion_timestamp is None]
 
 
 def _ignore_gone(delete, *args) -> None:
