@@ -241,7 +241,7 @@ def test_scaling_moves_the_data_first_and_refuses_to_go_below_a_replication_fact
     spreads replicas onto it; back to 3: broker 3 is drained, then removed; to 2: refused
     (the topics have 3 replicas), nothing moves. An acks=all producer runs throughout and
     every record it saw acknowledged is there afterwards."""
-    producer = _steady_producer(deployment, 3000, "scale")
+    producer = _steady_producer(deployment, 1500, "scale")
     deployment.kubectl("scale", "cluster/events", "--replicas=4")
     deployment.wait_for(
         lambda: _moved(deployment, "AddBrokers", spread=4), "replicas spread onto broker 3", 600
@@ -275,9 +275,9 @@ def test_scaling_moves_the_data_first_and_refuses_to_go_below_a_replication_fact
     deployment.kubectl("scale", "cluster/events", "--replicas=3")
 
     produced = deployment.client_result(producer)
-    assert produced == {"acknowledged": 3000, "failures": []}, produced
+    assert produced == {"acknowledged": 1500, "failures": []}, produced
     consumed = deployment.client(
-        "consume", "--topic", "orders", "--expect", "3000", "--prefix", "scale"
+        "consume", "--topic", "orders", "--expect", "1500", "--prefix", "scale"
     )
     assert consumed["missing_count"] == 0, consumed
 
@@ -395,6 +395,21 @@ def test_leaders_come_back_on_schedule_and_a_requested_rebalance_evens_out_repli
     assert max(after.values()) - min(after.values()) <= 1, after
     annotations = deployment.get("cluster/events")["metadata"].get("annotations", {})
     assert "tidelog.dev/rebalance" not in annotations
+    deployment.kubectl("annotate", "cluster/events", "tidelog.dev/rebalance=everything")
+    deployment.wait_for(
+        lambda: "tidelog.dev/rebalance"
+        not in deployment.get("cluster/events")["metadata"].get("annotations", {}),
+        "an unknown request refused and removed",
+    )
+    refused = deployment.kubectl(
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=events,reason=UnknownRequest",
+        "--output",
+        "jsonpath={.items[*].message}",
+    )
+    assert "tidelog.dev/rebalance=everything" in refused, refused
     _topics_tool(deployment, "--delete", "--topic", "skewed")
 
 
@@ -403,9 +418,9 @@ def test_a_node_gone_for_good_takes_a_brokers_disks_and_the_broker_starts_elsewh
 ):
     """``replaceLostVolumes``: a worker stopped for good (``docker stop``, then its Node
     deleted) with a broker's disks; the operator lets go of its claims and volumes, the
-    broker starts empty on the spare worker and copies its replicas back, and an acks=all
-    producer running throughout loses nothing. The worker is started again afterwards
-    for the tests that follow (its kubelet registers it anew)."""
+    broker starts empty on the spare worker and copies its replicas back, and every
+    record acknowledged (acks=all) before the loss is still there. The worker is started
+    again afterwards for the tests that follow (its kubelet registers it anew)."""
     cluster = deployment.cluster
     pods = broker_pods(deployment)
     used = {p["spec"]["nodeName"] for p in pods.values()}
@@ -436,7 +451,10 @@ def test_a_node_gone_for_good_takes_a_brokers_disks_and_the_broker_starts_elsewh
         for name, p in sorted(pods.items())
         if p["spec"]["nodeName"] not in keep
     )
-    producer = _steady_producer(deployment, 1500, "lost")
+    produced = deployment.client(
+        "produce", "--topic", "orders", "--count", "1500", "--prefix", "lost", "--idempotent"
+    )
+    assert produced == {"acknowledged": 1500, "failures": []}, produced
     cluster.stop_node(lost_node)
     try:
         cluster.kubectl("delete", "node", lost_node, timeout=180)
@@ -461,8 +479,6 @@ def test_a_node_gone_for_good_takes_a_brokers_disks_and_the_broker_starts_elsewh
             "jsonpath={.items[*].message}",
         )
         assert victim in lost, lost
-        produced = deployment.client_result(producer)
-        assert produced == {"acknowledged": 1500, "failures": []}, produced
         consumed = deployment.client(
             "consume", "--topic", "orders", "--expect", "1500", "--prefix", "lost"
         )

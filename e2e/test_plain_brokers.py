@@ -193,11 +193,19 @@ def test_a_restarted_worker_rejoins_and_its_pods_get_the_network_back(
         "wait", "--for=condition=Ready", f"node/{node}", "--timeout=120s", timeout=130
     )
     brokers.kubectl("wait", "--for=condition=Ready", "pod/toolbox", "--timeout=120s", timeout=130)
-    assert brokers.client("produce", "--topic", "rejoin", "--count", "500")["acknowledged"] == 500
-    brokers.cluster.wait_for(
-        lambda: fully_replicated(brokers, "rejoin"),
-        f"the broker on {node} back in every ISR",
-        timeout=120,
-    )
+
+    def back_in_every_isr(moment: str) -> None:
+        brokers.cluster.wait_for(
+            lambda: fully_replicated(brokers, "rejoin"),
+            f"the broker on {node} back in every ISR {moment}",
+            timeout=120,
+        )
+
+    # Its pod reaches the other nodes' brokers, and they it, before clients write; then
+    # it copies what they wrote.
+    back_in_every_isr("before the writes")
+    produced = brokers.client("produce", "--topic", "rejoin", "--count", "500")
+    assert produced["acknowledged"] == 500, produced
+    back_in_every_isr("after the writes")
     consumed = brokers.client("consume", "--topic", "rejoin", "--expect", "500")
     assert consumed["missing_count"] == 0

@@ -70,6 +70,7 @@ class Reason:
     SCALE_DOWN_REFUSED = "ScaleDownRefused"
     REBALANCING = "Rebalancing"  # an event: a replica rebalance or leader election started
     VOLUMES_LOST = "VolumesLost"  # an event: a broker's claims let go with its node
+    UNKNOWN_REQUEST = "UnknownRequest"  # an event: a rebalance annotation of no known kind
     IDLE = "Idle"
     UNDER_REPLICATED = "UnderReplicated"
     LOG_DIR_OFFLINE = "LogDirOffline"

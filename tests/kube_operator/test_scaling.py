@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tidelog_operator.cluster.balance import election_due, requested, spread
+from tidelog_operator.cluster.balance import election_due, requested, spread, unknown_request
 from tidelog_operator.cluster.observe import scaling_status
 from tidelog_operator.cluster.scaling import (
     ScaleDecision,
@@ -168,6 +168,8 @@ def test_balancing_is_asked_by_annotation_or_due_by_schedule():
     assert requested({"tidelog.dev/rebalance": "leaders"}) == "leaders"
     assert requested({"tidelog.dev/rebalance": "everything"}) is None
     assert requested(None) is None
+    assert unknown_request({"tidelog.dev/rebalance": "everything"}) == "everything"
+    assert unknown_request({"tidelog.dev/rebalance": "replicas"}) is None
     now = datetime.datetime(2026, 11, 24, 12, 0, tzinfo=datetime.UTC)
     assert not election_due(None, 0, now)
     assert election_due(None, 300, now)

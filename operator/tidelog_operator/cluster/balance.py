@@ -8,7 +8,8 @@ Preferred领导者选举). Pure.
 * A replica rebalance through the planner runs when it is annotated
   ``tidelog.dev/rebalance=replicas``.
 
-The annotation is removed once its request is carried out. Imbalance is the spread
+The annotation is removed once its request is carried out, or at once when its value is
+neither (with a Warning event). Imbalance is the spread
 (most minus fewest) of leaders, or replicas, over the live brokers.
 """
 
@@ -23,6 +24,7 @@ __all__ = [
     "election_due",
     "requested",
     "spread",
+    "unknown_request",
 ]
 
 REBALANCE_ANNOTATION = "tidelog.dev/rebalance"
@@ -35,6 +37,13 @@ def requested(annotations: Mapping[str, str] | None) -> str | None:
     """The balancing the annotation asks for (None: none, or a value it does not know)."""
     value = (annotations or {}).get(REBALANCE_ANNOTATION)
     return value if value in REQUESTS else None
+
+
+def unknown_request(annotations: Mapping[str, str] | None) -> str | None:
+    """The annotation's value when it asks for no balancing known (it is then removed,
+    with a Warning event)."""
+    value = (annotations or {}).get(REBALANCE_ANNOTATION)
+    return value if value is not None and value not in REQUESTS else None
 
 
 def election_due(last: str | None, interval_s: int, now: datetime.datetime) -> bool:

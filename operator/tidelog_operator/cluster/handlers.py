@@ -29,7 +29,7 @@ from tidelog.admin.planner import PlanError
 from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import conditions, kube
 from tidelog_operator.builders.brokers import bootstrap_address, node_reader_binding
-from tidelog_operator.cluster.balance import REBALANCE_ANNOTATION, requested
+from tidelog_operator.cluster.balance import REBALANCE_ANNOTATION, requested, unknown_request
 from tidelog_operator.cluster.children import Children, desired_children
 from tidelog_operator.cluster.observe import (
     cluster_status,
@@ -111,7 +111,11 @@ def observe_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, 
         kopf.info(body, reason=Reason.ROLLING_RESTART, message=roll.reason)
     step = _scale(parsed, body, roll)
     _announce(body, step)
-    if step.handled:
+    unknown = unknown_request(meta.get("annotations"))
+    if unknown is not None:
+        message = f"{REBALANCE_ANNOTATION}={unknown} asks for nothing known (leaders, replicas)"
+        kopf.warn(body, reason=Reason.UNKNOWN_REQUEST, message=message + "; removed")
+    if step.handled or unknown is not None:
         kube.remove_annotation(kube.api(), "clusters", namespace, name, REBALANCE_ANNOTATION)
     seen = observe(kube.api(), parsed)
     generation = meta.get("generation")
