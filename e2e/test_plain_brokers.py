@@ -119,10 +119,26 @@ def test_one_broker_per_worker_each_on_the_local_volumes_of_its_node(
 def test_coredns_resolves_the_brokers_stable_names(
     brokers: PlainBrokers,
 ) -> None:
-    for pod in BROKER_PODS:
-        name = f"{pod}.brokers.{brokers.namespace}.svc.cluster.local"
-        resolved = brokers.pod_exec("toolbox", "getent", "hosts", name).split()[0]
-        assert resolved == brokers.pod(pod)["status"]["podIP"], name
+    """Each broker's name resolves to its pod's address from another pod. CoreDNS serves
+    what the EndpointSlices say and caches answers for their TTL (5 s), so a name asked
+    for in the instant a pod got its address may still be unknown: the test waits for
+    the right answer, not for the first one."""
+    expected = {
+        f"{pod}.brokers.{brokers.namespace}.svc.cluster.local": brokers.pod(pod)["status"]["podIP"]
+        for pod in BROKER_PODS
+    }
+
+    def resolved() -> dict[str, str]:
+        answers = {}
+        for name in expected:
+            answer = brokers.pod_exec("toolbox", "getent", "hosts", name, check=False).split()
+            answers[name] = answer[0] if answer else "(not found)"
+        return answers
+
+    try:
+        brokers.cluster.wait_for(lambda: resolved() == expected, "the brokers' names", 60)
+    except ClusterError:
+        assert resolved() == expected  # which name answered what
 
 
 def test_a_job_produces_with_acks_all_and_consumes_through_the_bootstrap_service(

@@ -26,6 +26,10 @@ SLOW_COPY = {
     "replica.fetch.response.max.bytes": "4096",
     "replica.lag.time.max.ms": "4000",
 }
+# A copy to cancel must still be running when the cancellation comes, however fast the
+# machine: a follower throttle of 300 kB/s makes one of 6 MiB last about 20 s.
+THROTTLED_COPY = SLOW_COPY | {"follower.replication.throttled.rate": "300000"}
+THROTTLED = {"follower.replication.throttled.replicas": "*"}
 
 
 def alter(cluster: Cluster, targets: dict[tuple[str, int], list[int] | None]) -> dict:
@@ -165,8 +169,8 @@ def test_reassignment_survives_a_controller_kill_and_a_receiver_restart(tmp_path
 
 def test_cancelling_restores_the_original_replicas_and_deletes_the_copies(tmp_path, zk_chroot):
     topic = "cancelled"
-    with Cluster(tmp_path, zk_chroot, size=3, overrides=SLOW_COPY) as cluster:
-        cluster.create_topic(topic, assignment={0: [1]})
+    with Cluster(tmp_path, zk_chroot, size=3, overrides=THROTTLED_COPY) as cluster:
+        cluster.create_topic(topic, assignment={0: [1]}, configs=THROTTLED)
         fill(cluster.bootstrap, topic, 0, megabytes=6)
         assert alter(cluster, {(topic, 0): [2, 3]}) == {(topic, 0): ErrorCode.NONE}
         assert ongoing(cluster) == {(topic, 0): ([2, 3, 1], [2, 3], [1])}
