@@ -4,6 +4,7 @@ and the check that every record it saw acknowledged was kept, once, in order."""
 from __future__ import annotations
 
 import threading
+import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -13,12 +14,17 @@ __all__ = ["ContinuousProducer", "assert_acknowledged_records_kept"]
 
 
 class ContinuousProducer:
-    """Writes numbered records round-robin over the partitions until stopped; remembers
-    what was acknowledged and where."""
+    """Writes numbered records round-robin over the partitions until stopped, as fast as
+    it can or ``per_second`` records a second (a test that waits on something slow keeps
+    what it must read back afterwards bounded); remembers what was acknowledged and
+    where."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int):
+    def __init__(
+        self, bootstrap: str, topic: str, partitions: int, per_second: float | None = None
+    ):
         self.topic = topic
         self.partitions = partitions
+        self.per_second = per_second
         self.producer = Producer(
             {
                 "bootstrap.servers": bootstrap,
@@ -48,7 +54,11 @@ class ContinuousProducer:
 
     def _run(self) -> None:
         number = 0
+        started = time.monotonic()
         while not self._stop.is_set():
+            if self.per_second and number >= (time.monotonic() - started) * self.per_second:
+                self.producer.poll(0.001)
+                continue
             partition = number % self.partitions
             try:
                 self.producer.produce(
@@ -109,7 +119,9 @@ def _read(bootstrap: str, topic: str, ends: dict[int, int]) -> dict[int, list]:
         for message in consumer.consume(1000, 0.5):
             if not message.error():
                 found[message.partition()].append((message.offset(), message.value()))
-        return all(len(found[p]) >= ends[p] for p in ends)
+        short = {p: f"{len(found[p])} of {ends[p]}" for p in ends if len(found[p]) < ends[p]}
+        assert not short, f"records read per partition short of the last acknowledged: {short}"
+        return True
 
     try:
         wait_until(done, "every acknowledged record consumed", timeout=90)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Protocol
 
 from tidelog.admin.async_connection import AsyncBrokerConnection
@@ -28,14 +28,20 @@ from tidelog.controller.requests import (
     inter_broker_endpoint,
     leader_and_isr_request,
     stop_replica_request,
+    storage_errors,
     update_metadata_request,
 )
 from tidelog.controller.zk_data import BrokerRegistration
 from tidelog.protocol import ApiKey
+from tidelog.protocol.errors import ErrorCode
 
 __all__ = ["BrokerSender", "ControllerChannel", "LocalBroker"]
 
 logger = logging.getLogger(__name__)
+
+# Called with a broker and the partitions whose replicas it reports on a failed log
+# directory (KAFKA_STORAGE_ERROR in its LeaderAndIsr answer).
+OfflineReplicasReport = Callable[[int, list[tuple[str, int]]], None]
 
 INITIAL_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 1.0
@@ -73,11 +79,13 @@ class BrokerSender:
         *,
         client_id: str,
         request_timeout_s: float,
+        report_offline: OfflineReplicasReport,
     ):
         self.registration = registration
         self._address = address
         self._client_id = client_id
         self._timeout = request_timeout_s
+        self._report_offline = report_offline
         self._queue: asyncio.Queue[tuple[ApiKey, int, object]] = asyncio.Queue()
         self._connection: AsyncBrokerConnection | None = None
         self._task = asyncio.create_task(
@@ -111,6 +119,10 @@ class BrokerSender:
                     self._disconnect()
                 else:
                     self._log_errors(api_key, response)
+                    if api_key == ApiKey.LEADER_AND_ISR:
+                        offline = storage_errors(body, response)
+                        if offline:
+                            self._report_offline(self.registration.broker_id, offline)
                 finally:
                     self._queue.task_done()
         finally:
@@ -176,6 +188,11 @@ class ControllerChannel:
         self.brokers: dict[int, BrokerRegistration] = {}
         self.request_timeout_s = request_timeout_ms / 1000
         self._senders: dict[int, BrokerSender] = {}
+        self._report_offline: OfflineReplicasReport = lambda broker, partitions: None
+
+    def on_offline_replicas(self, report: OfflineReplicasReport) -> None:
+        """Who hears of the replicas a broker reports on a failed log directory."""
+        self._report_offline = report
 
     def set_brokers(self, brokers: Mapping[int, BrokerRegistration]) -> None:
         """The live brokers changed: drop the queues of those gone or re-registered, open
@@ -200,6 +217,7 @@ class ControllerChannel:
                 address,
                 client_id=f"controller-{self.local_id}",
                 request_timeout_s=self.request_timeout_s,
+                report_offline=lambda broker, partitions: self._report_offline(broker, partitions),
             )
         self.brokers = dict(brokers)
 
@@ -225,9 +243,13 @@ class ControllerChannel:
         self, broker: int, epoch: int, states: Sequence[PartitionLeadership]
     ) -> None:
         if broker == self.local_id:
-            await self._call_local(
+            answer = await self._call_local(
                 self.local.handle_leader_and_isr(self.local_id, epoch, list(states))
             )
+            _, errors = answer or (None, {})
+            offline = [k for k, code in errors.items() if code == ErrorCode.KAFKA_STORAGE_ERROR]
+            if offline:
+                self._report_offline(broker, sorted(offline))
             return
         body = leader_and_isr_request(self.local_id, epoch, states, self.brokers, self.listener)
         self._send(broker, ApiKey.LEADER_AND_ISR, LEADER_AND_ISR_VERSION, body)
@@ -263,10 +285,11 @@ class ControllerChannel:
         sender.enqueue(api_key, version, body)
 
     @staticmethod
-    async def _call_local(call) -> None:
-        """The local broker's answer; its failure is logged so that the controller still
-        reaches the other brokers."""
+    async def _call_local(call) -> object:
+        """The local broker's answer (None when it failed: the failure is logged so that
+        the controller still reaches the other brokers)."""
         try:
-            await call
+            return await call
         except Exception:
             logger.exception("the local broker failed a controller request")
+            return None

@@ -69,13 +69,18 @@ class Controller(LeaderMoves, Reassignments):
         self.states: dict[TopicPartition, PartitionState] = {}
         self._shutting_down: dict[int, int] = {}  # see LeaderMoves
         self._zk_reassigning: dict[TopicPartition, list[int]] = {}  # see Reassignments
+        # Replicas that live brokers report on a failed log directory (KIP-112): they
+        # lead nothing and leave the ISR until their broker registers anew.
+        self.offline_replicas: dict[int, set[TopicPartition]] = {}
         self.machines = StateMachines()
+        channel.on_offline_replicas(self._offline_replicas_reported)
         # One callable per watch: kazoo keeps watches in sets, so re-arming one that is
         # still armed does not make it fire twice.
         self._watch_controller = self._watch(self._elect)
         self._watch_brokers = self._watch(self._brokers_changed)
         self._watch_topics = self._watch(self._topics_changed)
         self._watch_isr_changes = self._watch(self._isr_changed)
+        self._watch_log_dir_events = self._watch(self._log_dir_events)
         self._watch_zk_reassignments = self._watch(self._zk_reassignments_changed)
 
     # -- the event queue --------------------------------------------------------------------
@@ -159,6 +164,7 @@ class Controller(LeaderMoves, Reassignments):
         self.is_active = False
         self.brokers, self.assignments, self.states = {}, {}, {}
         self._zk_reassigning = {}
+        self.offline_replicas = {}
         self.machines.clear()
         await self.channel.close()
 
@@ -191,6 +197,7 @@ class Controller(LeaderMoves, Reassignments):
             await self._resume_reassignment(key)
         await self._zk_reassignments_changed()
         await self._isr_changed()
+        await self._log_dir_events()
 
     # -- ISR changes announced by leaders ------------------------------------------------------
 
@@ -213,6 +220,52 @@ class Controller(LeaderMoves, Reassignments):
         await self._zk(self.zk.delete_isr_change_notifications, names)
         await self._check_reassignments(known)
 
+    # -- log directories that failed (KIP-112) -------------------------------------------------
+
+    async def _log_dir_events(self) -> None:
+        """A broker announces under /log_dir_event_notification that one of its log
+        directories failed: it gets LeaderAndIsr for every replica it holds, and answers
+        KAFKA_STORAGE_ERROR for those it lost (:meth:`_on_replicas_offline`)."""
+        if not self.is_active:
+            return
+        names = await self._zk(self.zk.log_dir_event_notifications, self._watch_log_dir_events)
+        failed = set()
+        for name in names:
+            broker = await self._zk(self.zk.log_dir_failure_broker, name)
+            if broker is not None:
+                failed.add(broker)
+        await self._zk(self.zk.delete_log_dir_event_notifications, names)
+        for broker in sorted(failed & set(self.brokers)):
+            logger.warning("broker %d reports a failed log directory", broker)
+            hosted = [key for key in self.states if broker in self._replicas(key)]
+            await self._send_leader_and_isr(hosted, to={broker})
+
+    def _offline_replicas_reported(self, broker: int, partitions: list[TopicPartition]) -> None:
+        """The channel's report (on the event loop): handled as an event in the queue."""
+        self.enqueue(lambda: self._on_replicas_offline(broker, partitions))
+
+    async def _on_replicas_offline(self, broker: int, partitions: list[TopicPartition]) -> None:
+        """Kafka's onReplicasBecomeOffline: the broker's replicas of ``partitions`` are
+        on a failed log directory. Where it led, another in-sync replica leads; it leaves
+        each ISR; every broker learns them as offline replicas (Metadata shows them)."""
+        if not self.is_active or broker not in self.brokers:
+            return
+        known = self.offline_replicas.setdefault(broker, set())
+        new = [key for key in sorted(set(partitions) - known) if key in self.states]
+        if not new:
+            return
+        known.update(new)
+        logger.warning("broker %d lost its replicas of %s", broker, new[:20])
+        alive = set(self.brokers) - self.shutting_down_brokers()
+        changed = [key for key in new if await self._elect_leader(key, alive)]
+        self._record_states(new)
+        await self._send_leader_and_isr(changed, to=alive - {broker})
+        await self._send_update_metadata(self._leaderships(new))
+
+    def _offline_on(self, key: TopicPartition) -> set[int]:
+        """The brokers whose replica of ``key`` is on a failed log directory."""
+        return {broker for broker, keys in self.offline_replicas.items() if key in keys}
+
     def _read_topic(self, topic: str) -> tuple[TopicAssignment | None, dict]:
         """A topic's assignment and partition states (blocking: runs in a worker thread)."""
         assignment = self.zk.topic_assignment(topic)
@@ -234,6 +287,8 @@ class Controller(LeaderMoves, Reassignments):
         started = {b for b in live if b not in self.brokers or b in gone}
         self.brokers = live
         self.channel.set_brokers(live)
+        for broker in gone | started:  # a broker registered anew reports its dirs again
+            self.offline_replicas.pop(broker, None)
         if gone:
             await self._on_brokers_gone(gone)
         if started:
@@ -289,8 +344,9 @@ class Controller(LeaderMoves, Reassignments):
                 [key], PartitionPhase.ONLINE if online else PartitionPhase.OFFLINE
             )
             adding = self.assignments[key[0]].adding.get(key[1], ())
+            offline = self._offline_on(key)
             for broker in self._replicas(key):
-                replica, live = (*key, broker), broker in self.brokers
+                replica, live = (*key, broker), broker in self.brokers and broker not in offline
                 state = machines.replica_state(replica)
                 if state == ReplicaState.NON_EXISTENT:
                     machines.move_replicas([replica], ReplicaState.NEW)
@@ -315,6 +371,7 @@ class Controller(LeaderMoves, Reassignments):
         leader only where unclean.leader.election.enable says so); True when it changed."""
         replicas = self._replicas(key)
         state = self.states[key]
+        live = set(live) - self._offline_on(key)
         leader, _ = next_leadership(replicas, state.leader, state.isr, live, unclean_allowed=False)
         unclean = (
             leader == NO_LEADER
@@ -385,7 +442,12 @@ class Controller(LeaderMoves, Reassignments):
                     tuple(state.isr),
                     state.controller_epoch,
                     state.zk_version,
-                    tuple(b for b in replicas if b not in self.brokers),
+                    tuple(
+                        b
+                        for b in replicas
+                        if b not in self.brokers
+                        or (topic, partition) in self.offline_replicas.get(b, ())
+                    ),
                 )
             )
         return found

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from tidelog.controller.zk_data import BrokerRegistration
 from tidelog.protocol import ApiKey, request_class
+from tidelog.protocol.errors import ErrorCode
 
 __all__ = [
     "LEADER_AND_ISR_VERSION",
@@ -225,6 +226,17 @@ def failed_partitions(response: object) -> list[tuple[object, int, int]]:
             if error.error_code:
                 found.append((topic.topic_id, error.partition_index, error.error_code))
     return found
+
+
+def storage_errors(request: object, response: object) -> list[tuple[str, int]]:
+    """The partitions a LeaderAndIsr response refuses with KAFKA_STORAGE_ERROR (their
+    replica is on a failed log directory of that broker), named as the request did."""
+    names = {t.topic_id: t.topic_name for t in request.topic_states}
+    return [
+        (names.get(topic, topic), partition)
+        for topic, partition, code in failed_partitions(response)
+        if code == ErrorCode.KAFKA_STORAGE_ERROR
+    ]
 
 
 # -- the broker's side: bodies received, of any version --------------------------------------

@@ -44,6 +44,9 @@ from tidelog.controller.zk_data import (
     DELETE_TOPICS,
     ISR_CHANGE_NOTIFICATION,
     ISR_CHANGE_PREFIX,
+    LOG_DIR_EVENT_NOTIFICATION,
+    LOG_DIR_EVENT_PREFIX,
+    LOG_DIR_FAILURE_EVENT,
     PERSISTENT_PATHS,
     PRODUCER_ID_BLOCK,
     REASSIGN_PARTITIONS,
@@ -594,6 +597,43 @@ class KafkaZkClient:
         for name in names:
             with contextlib.suppress(NoNodeError):
                 self.zk.delete(f"{ISR_CHANGE_NOTIFICATION}/{name}")
+
+    # -- log directory failures (a broker announces them; the controller acts) -----------
+
+    def announce_log_dir_failure(self, broker_id: int) -> None:
+        """A sequential ``/log_dir_event_notification/log_dir_event_<n>``: one of this
+        broker's log directories failed (Kafka's format; which replicas it held, the
+        controller learns from the broker's LeaderAndIsr answers)."""
+        document = {"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE_EVENT}
+        self.zk.create(
+            f"{LOG_DIR_EVENT_NOTIFICATION}/{LOG_DIR_EVENT_PREFIX}",
+            encode_json(document),
+            sequence=True,
+            makepath=True,
+        )
+
+    def log_dir_event_notifications(self, watch: Callable | None = None) -> list[str]:
+        return sorted(self.zk.get_children(LOG_DIR_EVENT_NOTIFICATION, watch=watch))
+
+    def log_dir_failure_broker(self, name: str) -> int | None:
+        """The broker a log dir failure notification names (none when it is gone,
+        unreadable or of another event)."""
+        try:
+            data, _ = self.zk.get(f"{LOG_DIR_EVENT_NOTIFICATION}/{name}")
+            document = decode_json(data)
+            if document["event"] != LOG_DIR_FAILURE_EVENT:
+                return None
+            return int(document["broker"])
+        except NoNodeError:
+            return None
+        except (ValueError, KeyError, TypeError):
+            logger.warning("ignoring the malformed log dir event notification %s", name)
+            return None
+
+    def delete_log_dir_event_notifications(self, names: list[str]) -> None:
+        for name in names:
+            with contextlib.suppress(NoNodeError):
+                self.zk.delete(f"{LOG_DIR_EVENT_NOTIFICATION}/{name}")
 
     # -- configs ---------------------------------------------------------------------------
 

@@ -68,6 +68,9 @@ CONFIG_CHANGES = "/config/changes"
 DELETE_TOPICS = "/admin/delete_topics"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
+LOG_DIR_EVENT_PREFIX = "log_dir_event_"
+LOG_DIR_FAILURE_EVENT = 1  # Kafka's LogDirEventNotificationHandler.LogDirFailureEvent
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 DEFAULT_ENTITY = "<default>"
@@ -81,7 +84,7 @@ PERSISTENT_PATHS = (
     "/config/brokers",
     "/admin/delete_topics",
     ISR_CHANGE_NOTIFICATION,
-    "/log_dir_event_notification",
+    LOG_DIR_EVENT_NOTIFICATION,
     "/cluster",
 )
 

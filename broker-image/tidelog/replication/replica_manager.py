@@ -182,6 +182,19 @@ class ReplicaManager:
             if not any(t == topic for t, _ in self.partitions):
                 self.topic_ids.pop(topic, None)
 
+    def drop_offline_partitions(self) -> list[TopicPartition]:
+        """After a log directory failed (Kafka's handleLogDirFailure): the partitions it
+        held stop leading and following and are no longer hosted, so that clients, the
+        followers and the controller's next LeaderAndIsr get KAFKA_STORAGE_ERROR for
+        them; producers waiting for their acks learn it at once. The partitions dropped."""
+        dropped = sorted(k for k in self.partitions if k in self.log_manager.offline_partitions)
+        for key in dropped:
+            self._stop_fetching(key)
+            self.partitions.pop(key).resign()
+            self.purgatory.notify(key)
+            self.appended.notify(key)
+        return dropped
+
     # -- moves between log directories (AlterReplicaLogDirs) -----------------------------------
 
     def alter_replica_log_dir(self, topic: str, index: int, directory: str) -> ErrorCode:

@@ -37,6 +37,7 @@ import socket
 import time
 import uuid
 from dataclasses import replace
+from pathlib import Path
 
 from tidelog.controller.channel import ControllerChannel
 from tidelog.controller.controller import Controller
@@ -121,6 +122,7 @@ class Broker:
     # -- life cycle ----------------------------------------------------------------------
 
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         config = self.config
         self.zk = KafkaZkClient(
             config["zookeeper.connect"],
@@ -141,6 +143,7 @@ class Broker:
             broker_id=self.broker_id,
             cluster_id=cluster_id,
             topic_configs=await asyncio.to_thread(self._topic_configs),
+            on_dir_failure=self._log_dir_failed,
             cleaner_config=CleanerConfig(
                 log_cleaner_enable=config["log.cleaner.enable"],
                 log_cleaner_threads=config["log.cleaner.threads"],
@@ -205,11 +208,10 @@ class Broker:
         # Queued behind the election: once it ran, an elected controller has sent us
         # our metadata; a broker that lost the election serves what it knows.
         await self.controller.enqueue(self._election_done)
-        self._loop = asyncio.get_running_loop()
         self.zk.on_session_change(self._session_lost, self._session_renewed)
         self._config_changed.set()  # the first pass arms the watch
         self.log_dir_mover.start()
-        self._tasks = [
+        self._tasks += [
             asyncio.create_task(self._follow_config_changes(), name="config-changes"),
             asyncio.create_task(
                 self._every(
@@ -367,7 +369,7 @@ class Broker:
     # -- ZooKeeper session expiry ------------------------------------------------------------
 
     def _hand_over(self, callback) -> None:
-        """From kazoo's thread to the event loop, nothing else."""
+        """From another thread (kazoo's, a log I/O worker's) to the event loop, nothing else."""
         with contextlib.suppress(RuntimeError):  # a closed loop: the broker has stopped
             self._loop.call_soon_threadsafe(callback)
 
@@ -423,6 +425,36 @@ class Broker:
                 self.group_coordinator.expire_offsets()
             except Exception:
                 logger.exception("expiring committed offsets failed")
+
+    def _log_dir_failed(self, directory: Path, reason: str) -> None:
+        """The log manager took ``directory`` offline (called on whichever thread hit
+        the error): the broker lets go of its partitions and tells the controller."""
+        self._hand_over(
+            lambda: self._tasks.append(asyncio.create_task(self._handle_log_dir_failure(directory)))
+        )
+
+    async def _handle_log_dir_failure(self, directory: Path) -> None:
+        """Kafka's handleLogDirFailure (KIP-112): the partitions of the failed directory
+        stop being led or followed here, the group coordinator gives up the offsets
+        partitions among them, and a /log_dir_event_notification makes the controller
+        ask this broker (LeaderAndIsr) which replicas it lost, elect other leaders for
+        them and take them out of their ISRs. The other directories serve on."""
+        replica_manager = getattr(self, "replica_manager", None)  # none while loading
+        dropped = replica_manager.drop_offline_partitions() if replica_manager else []
+        for topic, partition in dropped:
+            if topic == OFFSETS_TOPIC:
+                self.group_coordinator.resigned(partition)
+        logger.error(
+            "log directory %s failed; %d partitions offline on broker %d: %s",
+            directory,
+            len(dropped),
+            self.broker_id,
+            [f"{t}-{p}" for t, p in dropped[:20]],
+        )
+        try:
+            await asyncio.to_thread(self.zk.announce_log_dir_failure, self.broker_id)
+        except SESSION_ERRORS as error:  # the controller learns it at re-registration
+            logger.warning("log dir failure not announced: no ZooKeeper (%r)", error)
 
     async def _write_isr(self, partition, isr: list[int]) -> int | None:
         """A leader's ISR change: the partition state in ZooKeeper, conditional on the
