@@ -99,6 +99,7 @@ class ClusterSpec:
     claim_retention: str
     zookeeper: ZooKeeperSpec
     replace_lost_volumes: bool = False
+    drain_failed_dirs: bool = False
     rebalance: RebalanceSpec = field(default_factory=RebalanceSpec)
 
 
@@ -155,6 +156,7 @@ def parse_cluster(name: str, namespace: str, spec: Mapping[str, Any]) -> Cluster
         local=local,
         claim_retention=storage.get("claimRetention", "Retain"),
         replace_lost_volumes=storage.get("replaceLostVolumes", False),
+        drain_failed_dirs=storage.get("drainFailedDirs", False),
         zookeeper=ZooKeeperSpec(
             replicas=zookeeper.get("replicas", 3),
             connect=zookeeper.get("connect"),

@@ -21,6 +21,7 @@ from tidelog.admin.planner import (
     plan_rebalance_leaders,
     plan_rebalance_replicas,
     plan_remove_brokers,
+    plan_replace_replicas,
     plan_replication_factor,
 )
 from tidelog.controller.assignment import assign_replicas
@@ -189,6 +190,37 @@ def test_changing_a_replication_factor_touches_that_topic_only(state, data):
             assert set(plan.target[tp]) < set(replicas)
             assert plan.target[tp][0] == replicas[0]  # the preferred leader stays
     assert plan.lower_bound <= plan.replicas_moved <= plan.lower_bound + plan.rack_repairs
+
+
+@settings(max_examples=300, deadline=None)
+@given(clusters(), st.data())
+def test_replacing_lost_replicas_moves_exactly_those(state, data):
+    lost = {}
+    for tp, replicas in sorted(state.assignment.items()):
+        spare = len(state.brokers) - len(replicas)
+        gone = data.draw(st.sets(st.sampled_from(list(replicas)), max_size=min(spare, 2)))
+        if gone:
+            lost[tp] = gone
+    plan = plan_replace_replicas(state, lost)
+    assert_valid(plan, list(state.brokers), {b: None for b in state.brokers})
+    for tp, replicas in state.assignment.items():
+        gone = lost.get(tp, set())
+        target = plan.target[tp]
+        assert not gone & set(target), (tp, gone, target)
+        # every other replica keeps its place; a replacement takes the lost one's
+        assert [b for b in target if b in replicas] == [b for b in replicas if b not in gone]
+        assert [i for i, b in enumerate(replicas) if b in gone] == [
+            i for i, b in enumerate(target) if b not in replicas
+        ]
+    assert plan.replicas_moved == plan.lower_bound == sum(map(len, lost.values()))
+
+
+def test_a_lost_replica_is_replaced_on_the_rack_it_leaves_short():
+    racks = {1: "a", 2: "b", 3: "c", 4: "a", 5: "b", 6: "c"}
+    assignment = {("t", 0): [1, 2, 3], ("t", 1): [4, 5, 6], ("t", 2): [5, 2, 1]}
+    plan = plan_replace_replicas(ClusterState(assignment, racks, {}), {("t", 0): {2}})
+    # broker 5 is the most loaded of 4, 5 and 6, but the only other broker of rack b
+    assert plan.target == {("t", 0): (1, 5, 3), ("t", 1): (4, 5, 6), ("t", 2): (5, 2, 1)}
 
 
 @settings(max_examples=300, deadline=None)

@@ -112,6 +112,24 @@ def seen(**fields) -> ScaleObservation:
             (3,),
             id="scaling before balancing",
         ),
+        pytest.param(
+            seen(lost={("orders", 0): frozenset({1}), ("orders", 1): frozenset({1, 2})}),
+            "replace-lost-replicas",
+            (1, 2),
+            id="replicas on failed log dirs are copied elsewhere",
+        ),
+        pytest.param(
+            seen(desired=2, lost={("orders", 0): frozenset({1})}),
+            "replace-lost-replicas",
+            (1,),
+            id="lost replicas before a scale-down, even a refused one",
+        ),
+        pytest.param(
+            seen(lost={("orders", 0): frozenset({1})}, reassigning=1),
+            "wait",
+            (),
+            id="lost replicas wait for a move in progress",
+        ),
     ],
 )
 def test_the_scaler_decides(observation, action, brokers):

@@ -4,7 +4,8 @@ writes to a ``min.insync.replicas=2`` topic: a scale-up spreads the replicas ont
 broker under a throttle that goes when done, a scale-down drains the leaving broker
 before the StatefulSet shrinks, a scale-down below the replication factor moves
 nothing, a requested replica rebalance evens out a skewed topic, preferred leaders come
-back on schedule or when asked, and every acknowledged record is kept."""
+back on schedule or when asked, the replicas of a failed log dir are copied to another
+broker, and every acknowledged record is kept."""
 
 from __future__ import annotations
 
@@ -26,13 +27,13 @@ PARTITIONS = 8
 THROTTLE = 2_000_000
 
 
-def spec_with(brokers: int, leaders_every: int = 0):
+def spec_with(brokers: int, leaders_every: int = 0, drain: bool = False):
     return parse_cluster(
         "local",
         "default",
         {
             "brokers": {"replicas": brokers},
-            "storage": {"volumes": [{"id": 0, "size": "1Gi"}]},
+            "storage": {"volumes": [{"id": 0, "size": "1Gi"}], "drainFailedDirs": drain},
             "rebalance": {
                 "throttleBytesPerSecond": THROTTLE,
                 "leaders": {"intervalSeconds": leaders_every},
@@ -55,10 +56,16 @@ class Driver:
         self.shrunk.append(brokers)
         self.running = brokers
 
-    def step(self, desired: int, requested: str | None = None, leaders_every: int = 0):
+    def step(
+        self,
+        desired: int,
+        requested: str | None = None,
+        leaders_every: int = 0,
+        drain: bool = False,
+    ):
         step = scale_once(
             self.admin,
-            spec_with(desired, leaders_every),
+            spec_with(desired, leaders_every, drain),
             self.status,
             running=self.running,
             requested=requested,
@@ -202,3 +209,48 @@ def test_rebalances_even_out_replicas_and_leaders(tmp_path, zk_chroot):
             assert driver.status["leaderElection"]["trigger"] == "Schedule"
             producer.wait_for_more(1_000, "records after the rebalances")
         assert_acknowledged_records_kept(cluster.bootstrap, producer, "after rebalancing")
+
+
+def test_the_replicas_of_a_failed_log_dir_are_copied_to_another_broker(tmp_path, zk_chroot):
+    with Cluster(tmp_path, zk_chroot, size=4, first_id=0) as cluster:
+        cluster.create_topic(
+            TOPIC,
+            assignment={p: [p % 3, (p + 1) % 3, (p + 2) % 3] for p in range(PARTITIONS)},
+            configs={"min.insync.replicas": "2"},
+        )
+        driver = Driver(cluster)
+        driver.running = 4
+        driver.status["spreadBrokers"] = 4
+        failing = cluster.brokers[1].log_dirs[0]
+        lost = {int(d.name.rsplit("-", 1)[1]) for d in failing.glob(f"{TOPIC}-*")}
+        assert lost, "broker 1's first dir holds some partitions"
+        with ContinuousProducer(cluster.bootstrap, TOPIC, PARTITIONS, 2000) as producer:
+            producer.wait_for_more(2_000, "records before the failure")
+            assert driver.step(4, drain=True).decision.action == "done"  # nothing lost yet
+            failing.rename(failing.with_name("failed-disk"))
+            failing.touch()  # every write to that dir fails from now on
+            wait_until(
+                lambda: all(
+                    1 not in isr
+                    for p, (_, _, isr) in cluster.leaders(0, TOPIC).items()
+                    if p in lost
+                ),
+                "broker 1's lost replicas out of their ISRs",
+                60,
+            )
+            # Without drainFailedDirs the operator only reports it (Degraded).
+            assert driver.step(4).decision.action == "done"
+            drained = driver.step(4, drain=True)
+            assert drained.decision.action == "replace-lost-replicas"
+            assert drained.decision.brokers == (1,)
+            driver.until(4, "done", drain=True)
+            producer.wait_for_more(2_000, "records after the drain")
+        move = driver.status["rebalance"]
+        assert (move["operation"], move["state"]) == ("DrainFailedDirs", "Done")
+        assert move["replicas"] == len(lost)
+        assignment = cluster.assignment(TOPIC)
+        for partition, (_, _, isr) in cluster.leaders(0, TOPIC).items():
+            replicas = assignment[partition]
+            assert (1 in replicas) == (partition not in lost), (partition, replicas)
+            assert len(replicas) == 3 and sorted(isr) == sorted(replicas), (partition, isr)
+        assert_acknowledged_records_kept(cluster.bootstrap, producer, "after the drain")

@@ -19,7 +19,7 @@ Replicas (Kafka's table)::
 
     NonExistentReplica                      → NewReplica       added (new topic, reassignment)
     New/Online/Offline/DeletionIneligible   → OnlineReplica    part of the assignment, live
-    New/Online/Offline/DeletionIneligible   → OfflineReplica   its broker died or its log dir failed, or it is removed
+    New/Online/Offline/DeletionIneligible   → OfflineReplica   its broker or dir failed; removed
     OfflineReplica                          → ReplicaDeletionStarted   StopReplica(delete) sent
     ReplicaDeletionStarted                  → ReplicaDeletionSuccessful the broker deleted it
     OfflineReplica/ReplicaDeletionStarted   → ReplicaDeletionIneligible its broker is down

@@ -7,15 +7,18 @@ status' ``spreadBrokers``). Each pass, in this order:
 
 1. a reassignment in progress (ours or anyone's): wait; when ours has finished, ``finish``
    (throttles removed, preferred leaders elected, the outcome on the status);
-2. scale-down (``desired < running``): refused while a topic's replication factor exceeds
+2. replicas on failed log dirs of live brokers (``lost``, when ``spec.storage.
+   drainFailedDirs`` lets the operator see them): ``replace-lost-replicas`` copies them
+   to other brokers through the planner, before anything else moves;
+3. scale-down (``desired < running``): refused while a topic's replication factor exceeds
    ``desired`` (nothing moves); while the leaving brokers (the highest ids) hold replicas,
    ``remove-brokers`` drains them through the planner; once they hold none, ``shrink``
    the StatefulSet to ``desired``;
-3. scale-up (``spread < running``): once the new brokers have registered,
+4. scale-up (``spread < running``): once the new brokers have registered,
    ``add-brokers`` spreads the replicas onto them through the planner;
-4. balancing (``balance.py``): ``rebalance-replicas`` when asked for, ``elect-leaders``
+5. balancing (``balance.py``): ``rebalance-replicas`` when asked for, ``elect-leaders``
    when asked for or due;
-5. otherwise ``done``.
+6. otherwise ``done``.
 
 One movement at a time: a balancing waits for a scaling, and either for a reassignment
 that someone else started.
@@ -26,8 +29,8 @@ scale-up starts as soon as the new pods are in; a scale-down shrinks only here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass, field
 
 __all__ = ["ScaleDecision", "ScaleObservation", "brokers_to_run", "decide_scale"]
 
@@ -45,12 +48,14 @@ class ScaleObservation:
     ours_in_progress: bool  # the status records a move the operator started
     requested: str | None = None  # the balancing the annotation asks for
     election_due: bool = False  # a scheduled preferred-leader election
+    # partition → live brokers whose replica of it is on a failed log dir
+    lost: Mapping[TopicPartition, Set[int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class ScaleDecision:
-    action: str  # wait, finish, refuse, remove-/add-brokers, shrink, rebalance-replicas,
-    # elect-leaders or done
+    action: str  # wait, finish, replace-lost-replicas, refuse, remove-/add-brokers, shrink,
+    # rebalance-replicas, elect-leaders or done
     brokers: tuple[int, ...] = ()
     reason: str = ""
     progressing: bool = False  # a scaling is under way (the Progressing condition)
@@ -80,6 +85,15 @@ def decide_scale(seen: ScaleObservation) -> ScaleDecision:
         )
     if seen.ours_in_progress:
         return ScaleDecision("finish", reason="the reassignment has completed", progressing=True)
+    if seen.lost:
+        brokers = tuple(sorted({b for lost in seen.lost.values() for b in lost}))
+        replicas = sum(map(len, seen.lost.values()))
+        return ScaleDecision(
+            "replace-lost-replicas",
+            brokers,
+            f"copying {replicas} replicas off the failed log dirs of brokers {_ids(brokers)}",
+            True,
+        )
     if seen.desired < seen.running:
         leaving = tuple(range(seen.desired, seen.running))
         topic, factor = _widest_topic(seen.assignment)

@@ -7,11 +7,12 @@ The status keys it owns:
 
 * ``spreadBrokers``: how many brokers (ids ``0 ..``) the data was last spread over;
 * ``rebalance``: the last movement of replicas: ``operation`` (``AddBrokers``,
-  ``RemoveBrokers``, ``Rebalance``), ``brokers``, ``state`` (``Running``, ``Done``,
-  ``Refused``), ``partitions`` and ``partitionsDone``, ``replicas`` (replicas created),
-  ``bytes`` and ``bytesDone`` (their bytes), ``imbalanceBefore`` and ``imbalanceAfter``
-  (replica spread over the brokers, the latter as planned), ``throttleBytesPerSecond``
-  (0: none), ``startedAt``, ``finishedAt``, ``message``;
+  ``RemoveBrokers``, ``Rebalance``, ``DrainFailedDirs``), ``brokers``, ``state``
+  (``Running``, ``Done``, ``Refused``), ``partitions`` and ``partitionsDone``,
+  ``replicas`` (replicas created), ``bytes`` and ``bytesDone`` (their bytes),
+  ``imbalanceBefore`` and ``imbalanceAfter`` (replica spread over the brokers, the
+  latter as planned), ``throttleBytesPerSecond`` (0: none), ``startedAt``,
+  ``finishedAt``, ``message``;
 * ``leaderElection``: the last preferred-leader election: ``trigger`` (``Schedule``,
   ``Request``), ``at``, ``leadersMoved``, ``imbalanceBefore``, ``imbalanceAfter``
   (leader spread over the brokers).
@@ -37,6 +38,7 @@ from tidelog.admin.planner import (
     plan_add_brokers,
     plan_rebalance_replicas,
     plan_remove_brokers,
+    plan_replace_replicas,
 )
 from tidelog.admin.topics import ElectionType
 from tidelog.cli.reassignment_file import throttled_replicas
@@ -56,15 +58,36 @@ _OPERATIONS = {
     "add-brokers": "AddBrokers",
     "remove-brokers": "RemoveBrokers",
     "rebalance-replicas": "Rebalance",
+    "replace-lost-replicas": "DrainFailedDirs",
 }
 
 
-def _plan(action: str, state: ClusterState, brokers: tuple[int, ...]) -> Plan:
+def _plan(
+    action: str,
+    state: ClusterState,
+    brokers: tuple[int, ...],
+    lost: Mapping[TopicPartition, frozenset[int]],
+) -> Plan:
     if action == "add-brokers":
         return plan_add_brokers(state, brokers)
     if action == "remove-brokers":
         return plan_remove_brokers(state, brokers)
+    if action == "replace-lost-replicas":
+        return plan_replace_replicas(state, lost)
     return plan_rebalance_replicas(state)
+
+
+def _lost_replicas(
+    admin: AdminClient, live: Mapping[int, Any]
+) -> dict[TopicPartition, frozenset[int]]:
+    """Partition → live brokers whose replica of it is on a failed log dir (Metadata's
+    offline replicas; those of brokers that are down are not lost to a dir)."""
+    return {
+        TopicPartition(name, p.partition): frozenset(b for b in p.offline_replicas if b in live)
+        for name, topic in admin.describe_topics().items()
+        for p in topic.partitions
+        if any(b in live for b in p.offline_replicas)
+    }
 
 
 @dataclass(frozen=True)
@@ -112,11 +135,13 @@ def scale_once(
     desired = spec.brokers.replicas
     last_election = (status.get(LEADERS) or {}).get("at")
     due = election_due(last_election, spec.rebalance.leader_interval_seconds, now)
-    if desired == running == spread_over and not (ours or requested or due):
+    drain = spec.drain_failed_dirs
+    if desired == running == spread_over and not (ours or requested or due or drain):
         withdrawn = {MOVE: None} if move.get("state") == "Refused" else {}
         return ScaleStep(ScaleDecision("done"), {SPREAD: running} | withdrawn)
     reassigning = admin.list_reassignments()
     state = admin.cluster_state()
+    lost = _lost_replicas(admin, state.brokers) if drain else {}
     decision = decide_scale(
         ScaleObservation(
             desired=desired,
@@ -128,6 +153,7 @@ def scale_once(
             ours_in_progress=ours,
             requested=requested,
             election_due=due,
+            lost=lost,
         )
     )
     action, stamp = decision.action, _stamp(now)
@@ -158,7 +184,7 @@ def scale_once(
         }
         return ScaleStep(decision, {MOVE: refused})
     if action in _OPERATIONS:
-        return _move(admin, spec, state, decision, running, stamp)
+        return _move(admin, spec, state, decision, running, stamp, lost)
     if action == "elect-leaders":
         trigger = "Request" if requested == "leaders" else "Schedule"
         election = _elect(admin, state, trigger, stamp)
@@ -182,10 +208,11 @@ def _move(
     decision: ScaleDecision,
     running: int,
     stamp: str,
+    lost: Mapping[TopicPartition, frozenset[int]],
 ) -> ScaleStep:
     """Plan and start a movement of replicas; a plan without moves is done at once."""
     action = decision.action
-    plan = _plan(action, state, decision.brokers)
+    plan = _plan(action, state, decision.brokers, lost)
     handled = action == "rebalance-replicas"
     throttle = spec.rebalance.throttle_bytes_per_second
     record = _record(action, decision, plan, state, throttle, stamp)

@@ -39,6 +39,7 @@ from tidelog.admin.planner._intents import (
     plan_rebalance_leaders,
     plan_rebalance_replicas,
     plan_remove_brokers,
+    plan_replace_replicas,
     plan_replication_factor,
 )
 from tidelog.admin.planner._model import ClusterState, LogDirMove, Plan, PlanError
@@ -53,5 +54,6 @@ __all__ = [
     "plan_rebalance_leaders",
     "plan_rebalance_replicas",
     "plan_remove_brokers",
+    "plan_replace_replicas",
     "plan_replication_factor",
 ]

@@ -85,6 +85,24 @@ def plan_replication_factor(state: ClusterState, topic: str, replication_factor:
     return _plan(state, target, lower_bound=arrivals, rack_repairs=rack_repairs)
 
 
+def plan_replace_replicas(
+    state: ClusterState, lost: Mapping[TopicPartition, Collection[int]]
+) -> Plan:
+    """Replace the replicas ``lost`` (partition → brokers whose replica of it is gone,
+    such as one on a failed log dir) with replicas on other live brokers: of a rack the
+    partition lacks first, then the least loaded; a replacement takes the lost
+    replica's place in the order. No other replica moves."""
+    target = {tp: list(r) for tp, r in state.assignment.items()}
+    layout = Layout(target, set(state.brokers), state.brokers)
+    arrivals = 0
+    for tp in sorted(lost):
+        gone = [b for b in target.get(tp, ()) if b in lost[tp]]
+        for broker in gone:
+            layout.replace(tp, broker, least_loaded(layout, tp, broker, excluded=gone))
+            arrivals += 1
+    return _plan(state, target, lower_bound=arrivals)
+
+
 def plan_log_dir_drain(
     partitions_by_dir: Mapping[str, Collection[TopicPartition]],
     draining: Collection[str],

@@ -5,7 +5,7 @@ racks (seed 000: 机架感知)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from tidelog.admin.planner._model import PlanError, TopicPartition
 
@@ -86,13 +86,16 @@ class Layout:
         self.hosted[broker].discard(tp)
 
 
-def least_loaded(layout: Layout, tp: TopicPartition, leaving: int | None) -> int:
+def least_loaded(
+    layout: Layout, tp: TopicPartition, leaving: int | None, excluded: Collection[int] = ()
+) -> int:
     """Where a replica of ``tp`` goes (replacing ``leaving``, or added): a broker that
-    does not hold it, one of a rack it lacks first, then the least loaded."""
+    does not hold it and is not ``excluded``, one of a rack it lacks first, then the
+    least loaded."""
     replicas = layout.target[tp]
     staying = [b for b in replicas if b != leaving]
     used = layout.racks_of(staying)
-    candidates = [b for b in layout.brokers if b not in replicas]
+    candidates = [b for b in layout.brokers if b not in replicas and b not in excluded]
     if not candidates:
         raise PlanError(f"{tp[0]}-{tp[1]}: no broker left to hold a replica")
     return min(
