@@ -146,15 +146,22 @@ def cluster_status(
     current: Mapping[str, Any], seen: Observation, spec: ClusterSpec, *, generation: int, now: str
 ) -> dict[str, Any]:
     """The status after an observation; the conditions set elsewhere (ConfigValid,
-    Progressing while rolling) stay."""
+    Progressing while rolling) stay. What only the brokers can tell (partition counts,
+    Degraded) is reported when they answered: otherwise the counts go (unknown) and
+    Degraded stays as last seen."""
     status = dict(current)
     status.update(
         readyBrokers=seen.ready_brokers,
         bootstrap=bootstrap_address(spec),
-        underReplicatedPartitions=seen.under_replicated,
-        offlinePartitions=seen.offline,
         brokers=[_broker_entry(b) for b in seen.brokers],
     )
+    if seen.reachable:
+        status.update(
+            underReplicatedPartitions=seen.under_replicated, offlinePartitions=seen.offline
+        )
+    else:
+        status.pop("underReplicatedPartitions", None)
+        status.pop("offlinePartitions", None)
     if seen.controller is not None:
         status["controller"] = seen.controller
     else:
@@ -190,7 +197,9 @@ def cluster_status(
         )
     else:
         put(conditions.READY, True, Reason.ALL_BROKERS_READY, f"{seen.desired} brokers ready")
-    if seen.offline_dirs:
+    if not seen.reachable:
+        pass  # Degraded as last seen: only the brokers can tell
+    elif seen.offline_dirs:
         put(
             conditions.DEGRADED,
             True,
