@@ -524,9 +524,68 @@ def test_a_deleted_claim_gets_its_disk_wiped_and_bound_again(deployment):
     )
     assert volume in recycled
     deployment.wait_for(
-        lambda: deployment.get("cluster/events")["status"]["underReplicatedPartitions"] == 0,
-        "every replica back in sync",
-        timeout=300,
+        lambda: _fully_replicated(deployment), "every replica back in sync", timeout=300
+    )
+
+
+def _fully_replicated(deployment: OperatorDeployment) -> bool:
+    """The operator reached the brokers and saw every replica in sync."""
+    return deployment.get("cluster/events")["status"].get("underReplicatedPartitions") == 0
+
+
+def test_a_full_disk_takes_its_log_dir_offline_and_its_replicas_go_elsewhere(deployment):
+    """Broker 1's first disk filled until writes fail (``dd`` into the node's real disk):
+    that log dir goes offline and the broker serves on from its other one; the Cluster
+    turns Degraded naming broker and dir; with ``drainFailedDirs`` the replicas it held
+    there are copied to the other brokers, and every partition is fully replicated
+    again. An acks=all producer runs throughout and loses nothing. Once the disk is
+    emptied and the pod deleted, the dir is back and the Cluster healthy."""
+    cluster = deployment.cluster
+    pod = "events-broker-1"
+    node = broker_pods(deployment)[pod]["spec"]["nodeName"]
+    claim = deployment.get("persistentvolumeclaim/data-0-events-broker-1")
+    disk = cluster.get(f"persistentvolume/{claim['spec']['volumeName']}")["spec"]["local"]["path"]
+    filler = f"{disk}/filler"
+    producer = _steady_producer(deployment, 1200, "full")
+    try:
+        # dd stops at ENOSPC: the file system has no reserved blocks, nothing is left.
+        cluster.node_exec(node, "dd", "if=/dev/zero", f"of={filler}", "bs=1M", check=False)
+        deployment.wait_for(
+            lambda: deployment.condition("cluster/events", "Degraded").get("reason")
+            == "LogDirOffline",
+            "the full dir offline",
+            120,
+        )
+        message = deployment.condition("cluster/events", "Degraded")["message"]
+        assert "broker 1: " in message, message
+        deployment.kubectl(
+            "patch",
+            "cluster/events",
+            "--type=merge",
+            "--patch",
+            '{"spec": {"storage": {"drainFailedDirs": true}}}',
+        )
+        deployment.wait_for(
+            lambda: _moved(deployment, "DrainFailedDirs", spread=3)
+            and _fully_replicated(deployment),
+            "the lost replicas copied to other brokers",
+            600,
+        )
+        move = deployment.get("cluster/events")["status"]["rebalance"]
+        assert move["brokers"] == [1] and move["replicas"] > 0, move
+        produced = deployment.client_result(producer)
+        assert produced == {"acknowledged": 1200, "failures": []}, produced
+        consumed = deployment.client(
+            "consume", "--topic", "orders", "--expect", "1200", "--prefix", "full"
+        )
+        assert consumed["missing_count"] == 0, consumed
+    finally:
+        cluster.node_exec(node, "rm", "-f", filler)
+    deployment.kubectl("delete", "pod", pod, "--wait=true", timeout=180)
+    deployment.wait_for(
+        lambda: deployment.condition("cluster/events", "Degraded").get("reason") == "Healthy",
+        "the dir back online and every replica in sync",
+        300,
     )
 
 
