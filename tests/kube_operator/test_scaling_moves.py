@@ -99,13 +99,17 @@ def throttles_set(admin: AdminClient) -> bool:
     )
 
 
+def create_rf3_topic_on_0_1_2(cluster: Cluster) -> None:
+    cluster.create_topic(
+        TOPIC,
+        assignment={p: [p % 3, (p + 1) % 3, (p + 2) % 3] for p in range(PARTITIONS)},
+        configs={"min.insync.replicas": "2"},
+    )
+
+
 def test_scale_up_spreads_scale_down_drains_and_too_far_down_is_refused(tmp_path, zk_chroot):
     with Cluster(tmp_path, zk_chroot, size=4, first_id=0) as cluster:
-        cluster.create_topic(
-            TOPIC,
-            assignment={p: [p % 3, (p + 1) % 3, (p + 2) % 3] for p in range(PARTITIONS)},
-            configs={"min.insync.replicas": "2"},
-        )
+        create_rf3_topic_on_0_1_2(cluster)
         driver = Driver(cluster)
         driver.running = 3
         assert driver.step(3).decision.action == "done"
@@ -213,11 +217,7 @@ def test_rebalances_even_out_replicas_and_leaders(tmp_path, zk_chroot):
 
 def test_the_replicas_of_a_failed_log_dir_are_copied_to_another_broker(tmp_path, zk_chroot):
     with Cluster(tmp_path, zk_chroot, size=4, first_id=0) as cluster:
-        cluster.create_topic(
-            TOPIC,
-            assignment={p: [p % 3, (p + 1) % 3, (p + 2) % 3] for p in range(PARTITIONS)},
-            configs={"min.insync.replicas": "2"},
-        )
+        create_rf3_topic_on_0_1_2(cluster)
         driver = Driver(cluster)
         driver.running = 4
         driver.status["spreadBrokers"] = 4
