@@ -38,7 +38,13 @@ class OperatorDeployment:
         )
 
     def install(self, operator_image: str) -> None:
+        """The CRDs applied first, as a user upgrading does: Helm installs a chart's CRDs
+        only when they are missing, and a kept cluster has those of an earlier session
+        (whose API server would drop the fields added since)."""
         repository, _, tag = operator_image.rpartition(":")
+        self.cluster.kubectl(
+            "apply", "--server-side", "--force-conflicts", "--filename", str(CHART / "crds")
+        )
         self.helm(
             "install",
             self.release,

@@ -548,8 +548,11 @@ def test_a_full_disk_takes_its_log_dir_offline_and_its_replicas_go_elsewhere(dep
     filler = f"{disk}/filler"
     producer = _steady_producer(deployment, 1200, "full")
     try:
-        # dd stops at ENOSPC: the file system has no reserved blocks, nothing is left.
-        cluster.node_exec(node, "dd", "if=/dev/zero", f"of={filler}", "bs=1M", check=False)
+        # Each dd stops at ENOSPC, the second one in the last blocks the first left (the
+        # file system has no reserved blocks): not even a checkpoint file fits then.
+        fill = f"mkdir {filler} && dd if=/dev/zero of={filler}/big bs=1M; "
+        fill += f"dd if=/dev/zero of={filler}/tail bs=4k"
+        cluster.node_exec(node, "sh", "-c", fill, check=False)
         deployment.wait_for(
             lambda: deployment.condition("cluster/events", "Degraded").get("reason")
             == "LogDirOffline",
@@ -580,7 +583,7 @@ def test_a_full_disk_takes_its_log_dir_offline_and_its_replicas_go_elsewhere(dep
         )
         assert consumed["missing_count"] == 0, consumed
     finally:
-        cluster.node_exec(node, "rm", "-f", filler)
+        cluster.node_exec(node, "rm", "-rf", filler)
     deployment.kubectl("delete", "pod", pod, "--wait=true", timeout=180)
     deployment.wait_for(
         lambda: deployment.condition("cluster/events", "Degraded").get("reason") == "Healthy",

@@ -68,7 +68,8 @@ class Reason:
     ROLLING_RESTART = "RollingRestart"
     SCALING = "Scaling"
     SCALE_DOWN_REFUSED = "ScaleDownRefused"
-    REBALANCING = "Rebalancing"  # an event: a replica rebalance or leader election started
+    REBALANCING = "Rebalancing"  # an event: a replica rebalance, leader election or
+    # copy of the replicas of failed log dirs started
     VOLUMES_LOST = "VolumesLost"  # an event: a broker's claims let go with its node
     UNKNOWN_REQUEST = "UnknownRequest"  # an event: a rebalance annotation of no known kind
     IDLE = "Idle"

@@ -169,7 +169,7 @@ def _announce(body: Any, step: ScaleStep) -> None:
     decision = step.decision
     if decision.action in ("add-brokers", "remove-brokers", "shrink", "finish"):
         kopf.info(body, reason=Reason.SCALING, message=decision.reason)
-    elif decision.action in ("rebalance-replicas", "elect-leaders"):
+    elif decision.action in ("rebalance-replicas", "elect-leaders", "replace-lost-replicas"):
         kopf.info(body, reason=Reason.REBALANCING, message=decision.reason)
     elif decision.action == "refuse":
         before = ((body.get("status") or {}).get(MOVE) or {}).get("state")
