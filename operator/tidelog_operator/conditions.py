@@ -8,9 +8,10 @@ Cluster:
   ``BrokersNotReady`` (how many answer), ``ZooKeeperNotReady``, ``PartitionsOffline``.
 * ``Progressing``: the operator is changing something. True with ``Creating``,
   ``RollingRestart`` (which broker, and what it waits for), ``Scaling`` (what moves, and
-  how far it got; a requested replica rebalance too); False with ``Idle``, or
-  ``ScaleDownRefused`` (the topic whose replication factor the remaining brokers could
-  not hold; nothing moves).
+  how far it got; a requested replica rebalance and the copy of the replicas of failed
+  log dirs too); False with ``Idle``, ``ScaleDownRefused`` (the topic whose replication
+  factor the remaining brokers could not hold; nothing moves), or ``DrainRefused`` (the
+  replicas of a failed log dir have no other broker to go to).
 * ``Degraded``: something is wrong that needs a person. True with
   ``UnderReplicated`` (partitions whose ISR is short), ``LogDirOffline`` (which broker
   and dir); False with ``Healthy``.
@@ -68,6 +69,7 @@ class Reason:
     ROLLING_RESTART = "RollingRestart"
     SCALING = "Scaling"
     SCALE_DOWN_REFUSED = "ScaleDownRefused"
+    DRAIN_REFUSED = "DrainRefused"
     REBALANCING = "Rebalancing"  # an event: a replica rebalance, leader election or
     # copy of the replicas of failed log dirs started
     VOLUMES_LOST = "VolumesLost"  # an event: a broker's claims let go with its node

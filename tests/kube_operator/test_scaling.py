@@ -130,6 +130,53 @@ def seen(**fields) -> ScaleObservation:
             (),
             id="lost replicas wait for a move in progress",
         ),
+        pytest.param(
+            seen(stranded={("orders", 0): frozenset({1})}),
+            "refuse-drain",
+            (1,),
+            id="lost replicas with no other broker to go to are refused",
+        ),
+        pytest.param(
+            seen(
+                stranded={("orders", 0): frozenset({1})},
+                desired=4,
+                running=4,
+                live=frozenset({0, 1, 2, 3}),
+            ),
+            "add-brokers",
+            (3,),
+            id="a broker added while lost replicas wait for one",
+        ),
+        pytest.param(
+            seen(stranded={("orders", 0): frozenset({1})}, election_due=True),
+            "elect-leaders",
+            (),
+            id="a refused copy holds no election back",
+        ),
+        pytest.param(
+            seen(desired=4, running=4, live=frozenset({0, 1, 2, 3}), failed_dirs=("broker 1: d",)),
+            "wait",
+            (3,),
+            id="no replica moves onto a broker with a failed dir",
+        ),
+        pytest.param(
+            seen(
+                lost={("orders", 0): frozenset({1})},
+                desired=4,
+                running=4,
+                live=frozenset({0, 1, 2, 3}),
+                failed_dirs=("broker 1: d",),
+            ),
+            "replace-lost-replicas",
+            (1,),
+            id="but the lost replicas are copied",
+        ),
+        pytest.param(
+            seen(election_due=True, failed_dirs=("broker 1: d",)),
+            "elect-leaders",
+            (),
+            id="and leaders are elected",
+        ),
     ],
 )
 def test_the_scaler_decides(observation, action, brokers):

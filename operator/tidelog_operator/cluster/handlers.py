@@ -165,16 +165,20 @@ def _scale(parsed: ClusterSpec, body: Any, roll: RollDecision) -> ScaleStep:
 
 
 def _announce(body: Any, step: ScaleStep) -> None:
-    """An event when a movement starts or ends, or a scale-down is first refused."""
+    """An event when a movement starts or ends, or a scale-down or the copy of the
+    replicas of failed log dirs is first refused."""
     decision = step.decision
     if decision.action in ("add-brokers", "remove-brokers", "shrink", "finish"):
         kopf.info(body, reason=Reason.SCALING, message=decision.reason)
     elif decision.action in ("rebalance-replicas", "elect-leaders", "replace-lost-replicas"):
         kopf.info(body, reason=Reason.REBALANCING, message=decision.reason)
-    elif decision.action == "refuse":
+    elif decision.action in ("refuse", "refuse-drain"):
         before = ((body.get("status") or {}).get(MOVE) or {}).get("state")
         if before != "Refused":
-            kopf.warn(body, reason=Reason.SCALE_DOWN_REFUSED, message=decision.reason)
+            reason = (
+                Reason.SCALE_DOWN_REFUSED if decision.action == "refuse" else Reason.DRAIN_REFUSED
+            )
+            kopf.warn(body, reason=reason, message=decision.reason)
 
 
 @kopf.on.delete(GROUP, VERSION, "clusters")

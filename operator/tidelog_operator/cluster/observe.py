@@ -33,6 +33,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 ADMIN_TIMEOUT_S = 5.0
+_REFUSALS = {"refuse": Reason.SCALE_DOWN_REFUSED, "refuse-drain": Reason.DRAIN_REFUSED}
 
 
 @dataclass(frozen=True)
@@ -256,8 +257,8 @@ def scaling_status(
     for key in [k for k, v in step.status.items() if v is None]:
         del status[key]
     decision = step.decision
-    if decision.action == "refuse":
-        holds, reason, message = False, Reason.SCALE_DOWN_REFUSED, decision.reason
+    if decision.action in _REFUSALS:
+        holds, reason, message = False, _REFUSALS[decision.action], decision.reason
     elif decision.progressing:
         holds, reason, message = True, Reason.SCALING, decision.reason + _progress(status)
     else:

@@ -8,8 +8,9 @@ status' ``spreadBrokers``). Each pass, in this order:
 1. a reassignment in progress (ours or anyone's): wait; when ours has finished, ``finish``
    (throttles removed, preferred leaders elected, the outcome on the status);
 2. replicas on failed log dirs of live brokers (``lost``, when ``spec.storage.
-   drainFailedDirs`` lets the operator see them): ``replace-lost-replicas`` copies them
-   to other brokers through the planner, before anything else moves;
+   drainFailedDirs`` lets the operator see them) that another broker can take:
+   ``replace-lost-replicas`` copies them there through the planner, before anything
+   else moves;
 3. scale-down (``desired < running``): refused while a topic's replication factor exceeds
    ``desired`` (nothing moves); while the leaving brokers (the highest ids) hold replicas,
    ``remove-brokers`` drains them through the planner; once they hold none, ``shrink``
@@ -18,10 +19,16 @@ status' ``spreadBrokers``). Each pass, in this order:
    ``add-brokers`` spreads the replicas onto them through the planner;
 5. balancing (``balance.py``): ``rebalance-replicas`` when asked for, ``elect-leaders``
    when asked for or due;
-6. otherwise ``done``.
+6. lost replicas of partitions that have a replica on every live broker already
+   (``stranded``): ``refuse-drain`` says so (a broker more, or the disk repaired, ends
+   it);
+7. otherwise ``done``.
 
 One movement at a time: a balancing waits for a scaling, and either for a reassignment
-that someone else started.
+that someone else started. While a live broker has a failed log dir (``failed_dirs``),
+no replica is added, removed or rebalanced but the lost ones: a reassignment whose
+target keeps a replica on that dir, or puts one back there, could not complete until
+the dir is repaired.
 
 Brokers are added to the StatefulSet at once (the reconciler never shrinks it), so a
 scale-up starts as soon as the new pods are in; a scale-down shrinks only here.
@@ -50,12 +57,15 @@ class ScaleObservation:
     election_due: bool = False  # a scheduled preferred-leader election
     # partition → live brokers whose replica of it is on a failed log dir
     lost: Mapping[TopicPartition, Set[int]] = field(default_factory=dict)
+    # lost replicas' partitions that no other live broker can take a replica of
+    stranded: Mapping[TopicPartition, Set[int]] = field(default_factory=dict)
+    failed_dirs: tuple[str, ...] = ()  # "broker B: DIR" of each offline log dir
 
 
 @dataclass(frozen=True)
 class ScaleDecision:
     action: str  # wait, finish, replace-lost-replicas, refuse, remove-/add-brokers, shrink,
-    # rebalance-replicas, elect-leaders or done
+    # rebalance-replicas, elect-leaders, refuse-drain or done
     brokers: tuple[int, ...] = ()
     reason: str = ""
     progressing: bool = False  # a scaling is under way (the Progressing condition)
@@ -76,7 +86,23 @@ def _widest_topic(assignment: Mapping[TopicPartition, Sequence[int]]) -> tuple[s
     )
 
 
+_DATA_MOVES = {"remove-brokers", "add-brokers", "rebalance-replicas"}
+
+
 def decide_scale(seen: ScaleObservation) -> ScaleDecision:
+    decision = _decide(seen)
+    if decision.action in _DATA_MOVES and seen.failed_dirs:
+        return ScaleDecision(
+            "wait",
+            decision.brokers,
+            f"{decision.reason} once the failed log dirs are repaired "
+            f"({'; '.join(seen.failed_dirs)}): until then the move could not complete",
+            True,
+        )
+    return decision
+
+
+def _decide(seen: ScaleObservation) -> ScaleDecision:
     if seen.reassigning:
         return ScaleDecision(
             "wait",
@@ -128,6 +154,15 @@ def decide_scale(seen: ScaleObservation) -> ScaleDecision:
     if seen.requested == "leaders" or seen.election_due:
         why = "as asked" if seen.requested == "leaders" else "on schedule"
         return ScaleDecision("elect-leaders", reason=f"electing preferred leaders, {why}")
+    if seen.stranded:
+        brokers = tuple(sorted({b for lost in seen.stranded.values() for b in lost}))
+        return ScaleDecision(
+            "refuse-drain",
+            brokers,
+            f"{len(seen.stranded)} partitions with replicas on the failed log dirs of brokers "
+            f"{_ids(brokers)} have a replica on every live broker: add a broker, or repair "
+            "the disk and delete the broker's pod",
+        )
     return ScaleDecision("done")
 
 

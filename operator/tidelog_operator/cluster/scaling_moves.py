@@ -77,6 +77,16 @@ def _plan(
     return plan_rebalance_replicas(state)
 
 
+def _failed_dirs(admin: AdminClient) -> tuple[str, ...]:
+    """``broker B: DIR`` of each offline log dir of a live broker (DescribeLogDirs)."""
+    return tuple(
+        f"broker {broker}: {d.path}"
+        for broker, dirs in sorted(admin.describe_log_dirs(topics=[]).items())
+        for d in dirs
+        if d.error is not None
+    )
+
+
 def _lost_replicas(
     admin: AdminClient, live: Mapping[int, Any]
 ) -> dict[TopicPartition, frozenset[int]]:
@@ -142,6 +152,12 @@ def scale_once(
     reassigning = admin.list_reassignments()
     state = admin.cluster_state()
     lost = _lost_replicas(admin, state.brokers) if drain else {}
+    # a replacement needs a live broker that holds no replica of the partition yet
+    stranded = {
+        tp: gone
+        for tp, gone in lost.items()
+        if len(state.brokers) - len(state.assignment[tp]) < len(gone)
+    }
     decision = decide_scale(
         ScaleObservation(
             desired=desired,
@@ -153,7 +169,9 @@ def scale_once(
             ours_in_progress=ours,
             requested=requested,
             election_due=due,
-            lost=lost,
+            lost={tp: gone for tp, gone in lost.items() if tp not in stranded},
+            stranded=stranded,
+            failed_dirs=_failed_dirs(admin),
         )
     )
     action, stamp = decision.action, _stamp(now)
@@ -175,9 +193,9 @@ def scale_once(
         if move.get("operation") == "AddBrokers":
             updates[SPREAD] = running
         return ScaleStep(decision, updates)
-    if action == "refuse":
+    if action in ("refuse", "refuse-drain"):
         refused = {
-            "operation": "RemoveBrokers",
+            "operation": "RemoveBrokers" if action == "refuse" else "DrainFailedDirs",
             "brokers": list(decision.brokers),
             "state": "Refused",
             "message": decision.reason,
@@ -193,7 +211,8 @@ def scale_once(
         shrink(desired)
         return ScaleStep(decision, {SPREAD: desired})
     if action == "done":
-        return ScaleStep(decision, {SPREAD: running})
+        withdrawn = {MOVE: None} if move.get("state") == "Refused" else {}
+        return ScaleStep(decision, {SPREAD: running} | withdrawn)
     return ScaleStep(decision)
 
 
