@@ -189,10 +189,8 @@ class ReplicaManager:
         them; producers waiting for their acks learn it at once. The partitions dropped."""
         dropped = sorted(k for k in self.partitions if k in self.log_manager.offline_partitions)
         for key in dropped:
-            self._stop_fetching(key)
-            self.partitions.pop(key).resign()
-            self.purgatory.notify(key)
-            self.appended.notify(key)
+            self.stop_replica(*key, delete=False)
+            del self.partitions[key]
         return dropped
 
     # -- moves between log directories (AlterReplicaLogDirs) -----------------------------------
