@@ -8,8 +8,17 @@ from dataclasses import replace
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss, SessionExpiredError
+from kazoo.protocol.states import EventType, KeeperState, WatchedEvent
 
-from tidelog.controller.zk_client import BrokerIdTakenError, KafkaZkClient, TopicExistsError
+from tidelog.controller.zk_client import (
+    BrokerIdTakenError,
+    KafkaZkClient,
+    StalePartitionStateError,
+    TopicExistsError,
+    until_answered,
+    worth_handling,
+)
 from tidelog.controller.zk_data import BrokerRegistration, PartitionState, TopicAssignment, new_uuid
 
 
@@ -87,6 +96,8 @@ ABANDONED_REGISTRATION = """
 import sys
 import threading
 from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss, SessionExpiredError
+from kazoo.protocol.states import EventType, KeeperState, WatchedEvent
 client = KazooClient(hosts=sys.argv[1], timeout=4)
 client.start(timeout=10)
 client.create("/brokers/ids/4", b"{}", ephemeral=True)
@@ -127,6 +138,64 @@ def test_controller_election_bumps_the_epoch(zk):
     assert zk.try_become_controller(1) == 1
     assert zk.try_become_controller(2) is None
     assert zk.controller_id() == 1
+
+
+def test_a_call_is_made_again_while_the_connection_drops_but_not_once_the_session_ends():
+    outcomes = [ConnectionLoss(), ConnectionLoss(), "answer"]
+
+    def call(path: str) -> str:
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return f"{outcome} for {path}"
+
+    assert until_answered(call, "/brokers/ids") == "answer for /brokers/ids"
+    outcomes[:] = [ConnectionLoss(), SessionExpiredError(), "never asked"]
+    with pytest.raises(SessionExpiredError):
+        until_answered(call, "/brokers/ids")
+    assert outcomes == ["never asked"]
+
+
+@pytest.mark.parametrize(
+    ("event", "handled"),
+    [
+        (WatchedEvent(EventType.CHILD, KeeperState.CONNECTED, "/brokers/ids"), True),
+        (WatchedEvent(EventType.DELETED, KeeperState.CONNECTED, "/controller"), True),
+        (WatchedEvent(EventType.NONE, KeeperState.CONNECTING, None), True),
+        (WatchedEvent(EventType.NONE, KeeperState.EXPIRED_SESSION, None), False),
+        (WatchedEvent(EventType.NONE, KeeperState.CLOSED, None), False),
+    ],
+)
+def test_a_watch_is_handled_when_its_node_changed_or_the_connection_dropped(event, handled):
+    """kazoo forgets its watches when the connection drops: the handler must run to arm
+    its watch again. A session that ended is the broker's to handle."""
+    assert worth_handling(event) is handled
+
+
+def test_an_election_made_again_after_a_lost_answer_finds_its_own_win(zk, zk_chroot):
+    """A retried election (the first answer lost with the connection) is this session's
+    win, not another broker's; another session's /controller is not."""
+    assert zk.try_become_controller(1) == 1
+    assert zk.try_become_controller(1) == 1
+    other = KafkaZkClient(zk_chroot, session_timeout_ms=6000)
+    other.start()
+    try:
+        assert other.try_become_controller(1) is None
+    finally:
+        other.close()
+
+
+def test_a_state_written_again_after_a_lost_answer_is_taken_as_written(zk):
+    """The conditional write of a partition state, made again with the old version after
+    the connection lost its answer, finds its own data: the new version, not a conflict.
+    A different state on that old version still conflicts."""
+    zk.create_topic(TopicAssignment("orders", new_uuid(), {0: [1, 2]}), {})
+    zk.create_partition_state("orders", 0, PartitionState(1, 0, [1, 2], 1))
+    written = PartitionState(2, 1, [2], 1, zk_version=0)
+    assert zk.update_partition_state("orders", 0, written) == 1
+    assert zk.update_partition_state("orders", 0, written) == 1
+    with pytest.raises(StalePartitionStateError):
+        zk.update_partition_state("orders", 0, replace(written, isr=[1, 2]))
 
 
 def test_topics_configs_and_states(zk, zk_chroot):

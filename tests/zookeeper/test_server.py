@@ -16,7 +16,7 @@ from tidelog.zookeeper import (
     ZooKeeperStartError,
     four_letter_word,
 )
-from zookeeper.helpers import kazoo_session
+from zookeeper.helpers import kazoo_session, server_mode, zookeeper_ensemble
 
 
 def test_restart_keeps_persistent_data_on_the_same_port(tmp_path: Path) -> None:
@@ -85,21 +85,12 @@ def test_zk_chroot_gives_the_test_its_own_existing_subtree(zookeeper, zk_chroot:
 def test_an_ensemble_of_three_replicates_and_survives_one_loss(tmp_path: Path) -> None:
     """Three servers of one ensemble (what a Cluster's ZooKeeper StatefulSet runs): a
     write through one is read through another, and two keep serving without the third."""
-    ports = [_free_loopback_port() for _ in range(9)]
-    peers = {i + 1: f"127.0.0.1:{ports[3 * i + 1]}:{ports[3 * i + 2]}" for i in range(3)}
-    servers = [
-        ZooKeeperServer(tmp_path / f"zk-{i}", port=ports[3 * (i - 1)], servers=peers, my_id=i)
-        for i in peers
-    ]
-    try:
-        for server in servers:  # none serves before a quorum is up
-            server.start(wait=False)
-        for server in servers:
-            server.wait_until_serving(60)
+    with zookeeper_ensemble(tmp_path) as ensemble:
+        servers = list(ensemble.values())
         assert all(server.is_running for server in servers)
 
         def modes_known() -> list[str] | None:
-            modes = [_mode(s) for s in servers]
+            modes = [server_mode(s) for s in servers]
             return modes if all(modes) else None
 
         modes = wait_until(modes_known, "every server says its mode")
@@ -111,9 +102,6 @@ def test_an_ensemble_of_three_replicates_and_survives_one_loss(tmp_path: Path) -
         with kazoo_session(servers[2].connect_string) as client:
             client.sync("/brokers/topics/orders")
             assert client.get("/brokers/topics/orders")[0] == b"assigned"
-    finally:
-        for server in servers:
-            server.stop()
 
 
 def test_an_ensemble_member_needs_its_id_among_the_servers(tmp_path: Path) -> None:
@@ -121,19 +109,3 @@ def test_an_ensemble_member_needs_its_id_among_the_servers(tmp_path: Path) -> No
         ZooKeeperServer(tmp_path, servers={1: "a:1:2"}, my_id=2)
     with pytest.raises(ZooKeeperError, match="its own id among them"):
         ZooKeeperServer(tmp_path, my_id=1)
-
-
-def _mode(server: ZooKeeperServer) -> str | None:
-    """leader or follower, from ``srvr``; None while the answer is cut short (ZooKeeper
-    may reset a four-letter-word connection)."""
-    try:
-        answer = four_letter_word("127.0.0.1", server.port, "srvr")
-    except OSError:
-        return None
-    return answer.split("Mode: ")[1].split()[0] if "Mode: " in answer else None
-
-
-def _free_loopback_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

@@ -23,8 +23,6 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import replace
 
-from kazoo.protocol.states import EventType
-
 from tidelog.controller.channel import ControllerChannel
 from tidelog.controller.election import NO_LEADER, next_leadership
 from tidelog.controller.leader_moves import LeaderMoves, Leadership, Proposal
@@ -32,7 +30,13 @@ from tidelog.controller.reassignment import Reassignments
 from tidelog.controller.requests import LEADER_DURING_DELETE, PartitionLeadership
 from tidelog.controller.state_machines import PartitionState as PartitionPhase
 from tidelog.controller.state_machines import ReplicaState, StateMachines
-from tidelog.controller.zk_client import SESSION_ERRORS, KafkaZkClient, StalePartitionStateError
+from tidelog.controller.zk_client import (
+    SESSION_ERRORS,
+    KafkaZkClient,
+    StalePartitionStateError,
+    until_answered,
+    worth_handling,
+)
 from tidelog.controller.zk_data import BrokerRegistration, PartitionState, TopicAssignment
 
 __all__ = ["Controller"]
@@ -110,11 +114,13 @@ class Controller(LeaderMoves, Reassignments):
         return self.enqueue(self._resign)
 
     def _watch(self, event: Event) -> Callable:
-        """A kazoo watch callback (kazoo's thread): it only enqueues. Session events are
-        left to the broker, which calls :meth:`resign` and :meth:`elect`."""
+        """A kazoo watch callback (kazoo's thread): it only enqueues. A dropped connection
+        enqueues too, since kazoo forgets its watches then: the event arms its watch anew
+        once kazoo has reconnected. A session that ended is left to the broker, which
+        calls :meth:`resign` and :meth:`elect`."""
 
         def watch(watched_event=None) -> None:
-            if watched_event is not None and watched_event.type == EventType.NONE:
+            if not worth_handling(watched_event):
                 return
             with contextlib.suppress(RuntimeError):  # a closed loop: the broker stopped
                 self._loop.call_soon_threadsafe(self.enqueue, event)
@@ -142,7 +148,10 @@ class Controller(LeaderMoves, Reassignments):
                     done.set_exception(error)
 
     async def _zk(self, function, *args):
-        return await asyncio.to_thread(function, *args)
+        """``function(*args)`` in a worker thread, asked again when the connection drops
+        meanwhile (:func:`until_answered`): an event that gave up then would leave the
+        cluster without its decision, and the watch it arms unarmed."""
+        return await asyncio.to_thread(until_answered, function, *args)
 
     # -- election and failover ----------------------------------------------------------------
 

@@ -5,7 +5,12 @@ event loop run these calls in a worker thread. Watches registered here must only
 events over (seed 003: the controller's ZooKeeper callbacks only enqueue).
 
 kazoo keeps a request made while it has no connection until it has one again, so such a
-call waits as long as ZooKeeper is away. The reads a stopping broker makes take a
+call waits as long as ZooKeeper is away. A request in flight when the connection drops
+fails with ConnectionLoss although the session lives on: :func:`until_answered` asks
+again, as Kafka's ZooKeeperClient retries until connected. kazoo also forgets every
+watch when its connection drops (it has no SetWatches), and calls each one with an event
+of type NONE in state CONNECTING: a watcher that must keep watching arms itself again
+then (its request waits for the reconnection). The reads a stopping broker makes take a
 ``timeout`` (ZooKeeperUnavailableError when it passes), and :meth:`KafkaZkClient.close`
 is bounded: a broker whose ZooKeeper is gone still shuts down.
 """
@@ -19,6 +24,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import TypeVar
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
@@ -31,7 +37,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.serialization import CloseInstance
-from kazoo.protocol.states import KeeperState
+from kazoo.protocol.states import EventType, KeeperState, WatchedEvent
 
 from tidelog.controller.zk_data import (
     BROKER_IDS,
@@ -80,9 +86,12 @@ __all__ = [
     "ZkError",
     "ZooKeeperUnavailableError",
     "config_change_number",
+    "until_answered",
+    "worth_handling",
 ]
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 RESERVED_BROKER_MAX_ID = 1000
@@ -107,6 +116,29 @@ REGISTRATION_WAIT_FACTOR = 1.5
 # ZooKeeper calls fail with these while the session is gone; the broker re-registers
 # and re-arms its watches once kazoo has a new one.
 SESSION_ERRORS = (SessionExpiredError, ConnectionLoss)
+
+
+def until_answered(call: Callable[..., T], *args) -> T:
+    """``call(*args)``, made again each time it fails with ConnectionLoss: the session
+    lives on and kazoo holds the new request until it has reconnected, to this server or
+    another of the ensemble. A write whose answer was lost has happened: the call must
+    tell its own earlier write apart (a conditional write finds its data, a create finds
+    its node). SessionExpiredError and ConnectionClosedError end it."""
+    while True:
+        try:
+            return call(*args)
+        except ConnectionLoss:
+            logger.info("lost the connection to ZooKeeper: asking again once reconnected")
+
+
+def worth_handling(event: WatchedEvent | None) -> bool:
+    """Whether a watch callback should run its handler: the watched node changed, or
+    kazoo's connection dropped (the watch is gone while the session may live on, and the
+    handler's request arms it again once kazoo has reconnected). Not when the session
+    ended: the broker's new session registers and watches everything anew."""
+    if event is None or event.type != EventType.NONE:
+        return True
+    return event.state == KeeperState.CONNECTING
 
 
 class ZkError(Exception):
@@ -404,8 +436,20 @@ class KafkaZkClient:
             if not any(isinstance(r, Exception) for r in results):
                 return epoch
             if isinstance(results[0], NodeExistsError):
-                return None
+                return self._own_controller_epoch(broker_id)
             # The epoch moved (or appeared) meanwhile: read it again.
+
+    def _own_controller_epoch(self, broker_id: int) -> int | None:
+        """The epoch, when ``/controller`` names this broker and is this session's: an
+        earlier attempt whose answer the connection lost made it the controller."""
+        try:
+            data, stat = self.zk.get(CONTROLLER)
+        except NoNodeError:
+            return None
+        if stat.ephemeralOwner != self.session_id or decode_json(data)["brokerid"] != broker_id:
+            return None
+        epoch, _ = self.zk.get(CONTROLLER_EPOCH)
+        return int(epoch.decode())
 
     def controller_id(
         self, watch: Callable | None = None, timeout: float | None = None
@@ -551,12 +595,16 @@ class KafkaZkClient:
 
     def update_partition_state(self, topic: str, partition: int, state: PartitionState) -> int:
         """Conditional on the version the state was read at; returns the new version.
-        Raises StalePartitionStateError when the znode changed meanwhile."""
+        Raises StalePartitionStateError when the znode changed meanwhile, unless to this
+        very state: a write made again after the connection lost its answer."""
         try:
             stat = self.zk.set(
                 partition_state_path(topic, partition), state.encode(), version=state.zk_version
             )
         except (BadVersionError, NoNodeError):
+            current = self.partition_state(topic, partition)
+            if current is not None and replace(current, zk_version=state.zk_version) == state:
+                return current.zk_version
             raise StalePartitionStateError(
                 f"the state of {topic}-{partition} changed since version {state.zk_version}"
             ) from None

@@ -39,6 +39,8 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
+from kazoo.exceptions import ConnectionLoss
+
 from tidelog.controller.channel import ControllerChannel
 from tidelog.controller.controller import Controller
 from tidelog.controller.requests import (
@@ -288,6 +290,8 @@ class Broker:
             self._config_changed.clear()
             try:
                 await self._process_config_changes()
+            except ConnectionLoss:  # kazoo holds the next try until it has reconnected
+                self._config_changed.set()
             except SESSION_ERRORS:
                 logger.warning("following /config/changes: ZooKeeper session lost until a new one")
             except Exception:

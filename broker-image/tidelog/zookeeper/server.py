@@ -300,7 +300,8 @@ class ZooKeeperServer:
             "maxClientCnxns": self.max_client_cnxns,
             # The AdminServer would bind 8080 (and its Jetty is not among the jars).
             "admin.enableServer": "false",
-            "4lw.commands.whitelist": "ruok,srvr,stat",
+            # cons names each connection's session: which server a broker talks to.
+            "4lw.commands.whitelist": "ruok,srvr,stat,cons",
         }
         if self.servers:
             (self.data_dir / "myid").write_text(f"{self.my_id}\n")
