@@ -14,14 +14,16 @@ Environment:
 - ``E2E_DISK_SIZE`` (default ``1GiB``) sizes each disk.
 
 When a test fails, the state of the cluster (nodes, pods, events, the logs of the test's
-pods, the kubelet's journal) goes to ``build/e2e/logs/<test>/`` and the report says so;
-when the cluster cannot be created, kind's own log export goes there too.
+pods, the kubelet's journal) goes to ``build/e2e/logs/<test>/``, with a copy in
+``~/.cache/tidelog/e2e-failures/`` that outlives the checkout (the newest ten), and the
+report says so; when the cluster cannot be created, kind's own log export goes there too.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -32,7 +34,16 @@ import yaml
 
 from e2e import disks
 from e2e.kind_cluster import ClusterError, KindCluster, run
-from e2e.paths import E2E, KIND_CONFIG, LOGS, MANIFESTS, REPO, WORKDIR
+from e2e.paths import (
+    E2E,
+    KEPT_FAILURES,
+    KEPT_FAILURES_COUNT,
+    KIND_CONFIG,
+    LOGS,
+    MANIFESTS,
+    REPO,
+    WORKDIR,
+)
 
 CLIENT_IMAGE_NAME = "tidelog-e2e-client"
 # Written when a session ends with E2E_KEEP=1, removed when the next one starts: the
@@ -259,4 +270,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     except (ClusterError, OSError, subprocess.SubprocessError) as error:
         report.sections.append(("e2e state", f"could not collect the cluster's state: {error}"))
         return
-    report.sections.append(("e2e state", f"the cluster's state is in {directory}"))
+    kept = _keep_failure(directory)
+    report.sections.append(("e2e state", f"the cluster's state is in {directory} and {kept}"))
+
+
+def _keep_failure(directory: Path) -> Path:
+    """A copy of a failure's state in KEPT_FAILURES (the newest KEPT_FAILURES_COUNT stay)."""
+    copy = KEPT_FAILURES / f"{time.strftime('%Y%m%dT%H%M%S')}-{directory.name}"
+    shutil.copytree(directory, copy, dirs_exist_ok=True)
+    for old in sorted(KEPT_FAILURES.iterdir())[:-KEPT_FAILURES_COUNT]:
+        shutil.rmtree(old, ignore_errors=True)
+    return copy
