@@ -346,6 +346,84 @@ def _per_broker(ids) -> dict[int, int]:
     return counts
 
 
+def test_a_full_disk_goes_offline_alone_and_its_replicas_go_to_an_added_broker(deployment):
+    """Broker 1's first disk filled until writes fail (``dd`` into the node's real disk):
+    that log dir goes offline, the broker serves on from its other one, and the Cluster
+    turns Degraded naming broker and dir. With ``drainFailedDirs`` the operator refuses
+    to copy while every broker holds a replica of those partitions already, and copies
+    them to broker 3 once the user scales to 4; spreading more replicas onto broker 3
+    waits for the disk. Emptied and the pod deleted, the dir is back and the spread
+    goes on; scaled to 3 again, broker 3 is drained. An acks=all producer runs
+    throughout and loses nothing."""
+    cluster = deployment.cluster
+    pod = "events-broker-1"
+    node = broker_pods(deployment)[pod]["spec"]["nodeName"]
+    claim = deployment.get("persistentvolumeclaim/data-0-events-broker-1")
+    disk = cluster.get(f"persistentvolume/{claim['spec']['volumeName']}")["spec"]["local"]["path"]
+    filler = f"{disk}/filler"
+    producer = _steady_producer(deployment, 2400, "full")
+    try:
+        # Each dd stops at ENOSPC, the second one in the last blocks the first left (the
+        # file system has no reserved blocks): not even a checkpoint file fits then.
+        fill = f"mkdir {filler} && dd if=/dev/zero of={filler}/big bs=1M; "
+        fill += f"dd if=/dev/zero of={filler}/tail bs=4k"
+        cluster.node_exec(node, "sh", "-c", fill, check=False)
+        deployment.wait_for(
+            lambda: deployment.condition("cluster/events", "Degraded").get("reason")
+            == "LogDirOffline",
+            "the full dir offline",
+            120,
+        )
+        message = deployment.condition("cluster/events", "Degraded")["message"]
+        assert "broker 1: " in message, message
+        _set_storage(deployment, drainFailedDirs=True)
+        deployment.wait_for(
+            lambda: deployment.condition("cluster/events", "Progressing").get("reason")
+            == "DrainRefused",
+            "the copy refused: every broker holds a replica already",
+        )
+        message = deployment.condition("cluster/events", "Progressing")["message"]
+        assert "add a broker" in message, message
+
+        deployment.kubectl("scale", "cluster/events", "--replicas=4")
+        deployment.wait_for(
+            lambda: _moved(deployment, "DrainFailedDirs", spread=3)
+            and _fully_replicated(deployment),
+            "the lost replicas copied to broker 3",
+            600,
+        )
+        copied = deployment.get("cluster/events")["status"]["rebalance"]
+        assert copied["brokers"] == [1] and copied["replicas"] > 0, copied
+        deployment.wait_for(
+            lambda: "once the failed log dirs are repaired"
+            in deployment.condition("cluster/events", "Progressing").get("message", ""),
+            "the spread onto broker 3 waiting for the disk",
+        )
+    finally:
+        cluster.node_exec(node, "rm", "-rf", filler)
+    deployment.kubectl("delete", "pod", pod, "--wait=true", timeout=180)
+    deployment.wait_for(
+        lambda: _moved(deployment, "AddBrokers", spread=4)
+        and deployment.condition("cluster/events", "Degraded").get("reason") == "Healthy",
+        "the dir back online, then replicas spread onto broker 3",
+        600,
+    )
+    _set_storage(deployment, drainFailedDirs=False)
+    deployment.kubectl("scale", "cluster/events", "--replicas=3")
+    deployment.wait_for(
+        lambda: _moved(deployment, "RemoveBrokers", spread=3)
+        and deployment.get("statefulset/events-broker")["spec"]["replicas"] == 3,
+        "broker 3 drained, then removed",
+        600,
+    )
+    produced = deployment.client_result(producer)
+    assert produced == {"acknowledged": 2400, "failures": []}, produced
+    consumed = deployment.client(
+        "consume", "--topic", "orders", "--expect", "2400", "--prefix", "full"
+    )
+    assert consumed["missing_count"] == 0, consumed
+
+
 def _set_storage(deployment: OperatorDeployment, **storage: bool) -> None:
     patch = json.dumps({"spec": {"storage": storage}})
     deployment.kubectl("patch", "cluster/events", "--type=merge", "--patch", patch)
