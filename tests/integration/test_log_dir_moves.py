@@ -124,13 +124,44 @@ def test_a_draining_dir_takes_no_partition_and_empties_while_producing(tmp_path,
         assert set(placement(cluster, 1, "later").values()) == {str(staying.resolve())}
 
 
-def set_draining(cluster: Cluster, value: str) -> int:
+def test_a_dir_removed_after_draining_leaves_the_other_dynamic_configs_in_force(
+    tmp_path, zk_chroot
+):
+    """A drained dir is then taken out of log.dirs and the broker restarted (what a disk
+    removal does): the ``log.dirs.draining`` entry that names it is stale. The broker
+    drops it with a warning and keeps its other dynamic configs; before, the entry failed
+    validation and the broker ignored every dynamic config it had."""
+    with Cluster(tmp_path, zk_chroot, size=1, overrides=OVERRIDES) as cluster:
+        broker = cluster.brokers[1]
+        removed, staying = broker.log_dirs
+        rate = "1048576"
+        assert set_draining(cluster, str(removed), {THROTTLE_RATE: rate}) == ErrorCode.NONE
+        broker.stop()
+        properties = broker.config_path.read_text()
+        assert f"{removed},{staying}" in properties
+        broker.config_path.write_text(properties.replace(f"{removed},", ""))
+        broker.start()
+        assert broker_config(cluster, THROTTLE_RATE) == (rate, DYNAMIC_BROKER_CONFIG)
+        assert broker_config(cluster, "log.dirs.draining") == ("", DYNAMIC_BROKER_CONFIG)
+        assert f"log.dirs.draining: ['{removed}'] not among log.dirs any more" in broker.log()
+        assert set_draining(cluster, str(removed)) == ErrorCode.INVALID_REQUEST
+
+
+THROTTLE_RATE = "leader.replication.throttled.rate"
+DYNAMIC_BROKER_CONFIG = 2  # DescribeConfigs' config_source
+
+
+def set_draining(cluster: Cluster, value: str, others: dict[str, str] | None = None) -> int:
+    """IncrementalAlterConfigs (SET) of broker 1's ``log.dirs.draining``, and ``others``."""
+    changes = {"log.dirs.draining": value, **(others or {})}
     body = {
         "resources": [
             {
                 "resource_type": 4,
                 "resource_name": "1",
-                "configs": [{"name": "log.dirs.draining", "config_operation": 0, "value": value}],
+                "configs": [
+                    {"name": k, "config_operation": 0, "value": v} for k, v in changes.items()
+                ],
             }
         ],
         "validate_only": False,
@@ -138,3 +169,12 @@ def set_draining(cluster: Cluster, value: str) -> int:
     with cluster.connect(1) as connection:
         response = connection.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)
     return response.responses[0].error_code
+
+
+def broker_config(cluster: Cluster, name: str) -> tuple[str, int]:
+    """Broker 1's value in force for ``name`` and its source (DescribeConfigs)."""
+    body = {"resources": [{"resource_type": 4, "resource_name": "1", "configuration_keys": [name]}]}
+    with cluster.connect(1) as connection:
+        (result,) = connection.request(ApiKey.DESCRIBE_CONFIGS, 1, body).results
+    (entry,) = result.configs
+    return entry.value, entry.config_source

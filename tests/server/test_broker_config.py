@@ -35,3 +35,16 @@ def test_every_interface_with_a_routable_advertised_address_is_fine(tmp_path: Pa
     assert load(tmp_path, "listeners=PLAINTEXT://:9092").advertised_listeners == [
         ("PLAINTEXT", "", 9092)
     ]
+
+
+def test_stale_draining_entries_are_told_apart_and_left_out(tmp_path: Path) -> None:
+    kept, gone = tmp_path / "data-1", tmp_path / "data-0"
+    config = BrokerConfig({"log.dirs": str(kept), "zookeeper.connect": "zk:2181"})
+    dynamic = {"log.dirs.draining": f"{gone},{kept}", "leader.replication.throttled.rate": "9"}
+    pruned, stale = config.without_stale_draining(dynamic)
+    assert stale == [str(gone)]
+    assert pruned == {"log.dirs.draining": str(kept), "leader.replication.throttled.rate": "9"}
+    assert config.with_dynamic({}, pruned)["log.dirs.draining"] == [str(kept)]
+    with pytest.raises(ConfigError, match="is not one of log.dirs"):
+        config.with_dynamic({}, dynamic)
+    assert config.without_stale_draining({"num.io.threads": "4"}) == ({"num.io.threads": "4"}, [])

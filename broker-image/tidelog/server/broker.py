@@ -266,10 +266,7 @@ class Broker:
             self._last_config_change = config_change_number(changes[-1])
         cluster, mine = await asyncio.to_thread(self.zk.broker_configs, self.broker_id)
         if cluster or mine:
-            try:
-                self.config = self.config.with_dynamic(cluster, mine)
-            except ConfigError as error:
-                logger.error("ignoring the dynamic broker configs in ZooKeeper: %s", error)
+            self.config = self._with_dynamic(cluster, mine) or self.config
 
     def _log_config_for(self, topic: str, overrides: dict[str, str]) -> LogConfig:
         base = self.config.log_config()
@@ -331,14 +328,25 @@ class Broker:
         if announced:
             logger.info("topic %s: config overrides now %s", topic, overrides)
 
+    def _with_dynamic(self, cluster: dict[str, str], mine: dict[str, str]) -> BrokerConfig | None:
+        """The static config under the dynamic ones read from ZooKeeper; None (logged)
+        when they are invalid. Draining entries of directories this broker no longer has
+        are left out with a warning (:meth:`BrokerConfig.without_stale_draining`)."""
+        mine, stale = self.config.without_stale_draining(mine)
+        if stale:
+            logger.warning("log.dirs.draining: %s not among log.dirs any more; ignored", stale)
+        try:
+            return self.config.with_dynamic(cluster, mine)
+        except ConfigError as error:
+            logger.error("ignoring the dynamic broker configs in ZooKeeper: %s", error)
+            return None
+
     async def apply_broker_config_change(self) -> None:
         """Re-read the dynamic broker configs (this broker's and ``<default>``) and apply
         them; topics follow the new defaults where they have no override."""
         cluster, mine = await asyncio.to_thread(self.zk.broker_configs, self.broker_id)
-        try:
-            config = self.config.with_dynamic(cluster, mine)
-        except ConfigError as error:
-            logger.error("ignoring the dynamic broker configs in ZooKeeper: %s", error)
+        config = self._with_dynamic(cluster, mine)
+        if config is None:
             return
         self.with_config(config)
         self._apply_quota_rates()

@@ -10,7 +10,8 @@ force follows Kafka's precedence: per-broker > cluster-wide > static (the file a
 ``log.dirs.draining`` (tidelog's own, per-broker): the directories of ``log.dirs`` to
 empty. A draining directory takes no new partition, and the broker moves every replica
 off it to its other directories (AlterReplicaLogDirs moves, a few at a time); each entry
-must be one of ``log.dirs``.
+set must be one of ``log.dirs``. An entry read from ZooKeeper that names a directory the
+broker no longer has (removed after it was drained) is ignored with a warning.
 """
 
 from __future__ import annotations
@@ -328,6 +329,21 @@ class BrokerConfig:
         config._broker = self._dynamic(broker)
         config._validate()
         return config
+
+    def without_stale_draining(self, broker: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+        """This broker's dynamic configs without the ``log.dirs.draining`` entries that
+        name no directory of ``log.dirs`` (a directory removed from the broker since it
+        was drained), and those entries. Such an entry drains nothing; left in, it would
+        fail validation and void every dynamic config of the broker. Setting one is still
+        refused (IncrementalAlterConfigs validates through :meth:`with_dynamic`)."""
+        raw = broker.get("log.dirs.draining")
+        if not raw:
+            return dict(broker), []
+        known = {d.resolve() for d in self.log_dirs}
+        entries = BROKER_CONFIGS["log.dirs.draining"].parse(raw)
+        stale = [d for d in entries if Path(d).resolve() not in known]
+        kept = ",".join(d for d in entries if d not in stale)
+        return {**broker, "log.dirs.draining": kept}, stale
 
     # -- lookup ----------------------------------------------------------------------
 
