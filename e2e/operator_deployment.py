@@ -121,6 +121,15 @@ class OperatorDeployment:
     def wait_for(self, check, what: str, timeout: float = 180) -> None:
         self.cluster.wait_for(check, what, timeout=timeout)
 
+    def wait_for_reason(
+        self, kind_name: str, type_: str, reason: str, what: str, timeout: float = 180
+    ) -> dict:
+        """Wait until the resource's condition ``type_`` has ``reason``; that condition."""
+        self.wait_for(
+            lambda: self.condition(kind_name, type_).get("reason") == reason, what, timeout
+        )
+        return self.condition(kind_name, type_)
+
     def _client_command(self, command: str, *args: str) -> list[str]:
         """kubectl exec of an e2e client command in the toolbox pod against the Cluster."""
         return [

@@ -67,10 +67,7 @@ def test_the_cluster_is_ready_with_each_brokers_volumes_on_its_node(deployment):
 
 
 def test_clients_lose_nothing_on_the_example_topic(deployment):
-    deployment.wait_for(
-        lambda: deployment.condition("topic/orders", "Ready").get("reason") == "Synced",
-        "the orders topic synced",
-    )
+    deployment.wait_for_reason("topic/orders", "Ready", "Synced", "the orders topic synced")
     produced = deployment.client(
         "produce", "--topic", "orders", "--count", "2000", "--prefix", "ok", "--idempotent"
     )
@@ -89,21 +86,18 @@ metadata: {name: scratch}
 spec: {clusterRef: events, partitions: %d, replicationFactor: 2, config: {retention.ms: "3600000"}}
 """
     deployment.kubectl("apply", "--filename", "-", input=manifest % 2)
-    synced = lambda: deployment.condition("topic/scratch", "Ready").get("reason") == "Synced"  # noqa: E731
-    deployment.wait_for(synced, "the scratch topic created")
+    deployment.wait_for_reason("topic/scratch", "Ready", "Synced", "the scratch topic created")
     deployment.kubectl("apply", "--filename", "-", input=manifest % 4)
     deployment.wait_for(
         lambda: len(deployment.client("describe-topic", "--topic", "scratch")["partitions"]) == 4,
         "4 partitions",
     )
     deployment.kubectl("apply", "--filename", "-", input=manifest % 3)
-    deployment.wait_for(
-        lambda: deployment.condition("topic/scratch", "Ready").get("reason")
-        == "PartitionsDecreaseRefused",
-        "the decrease refused",
+    deployment.wait_for_reason(
+        "topic/scratch", "Ready", "PartitionsDecreaseRefused", "the decrease refused"
     )
     deployment.kubectl("apply", "--filename", "-", input=manifest % 4)
-    deployment.wait_for(synced, "synced again")
+    deployment.wait_for_reason("topic/scratch", "Ready", "Synced", "synced again")
     changed = deployment.client("set-config", "--topic", "scratch", "--config", "retention.ms=1000")
     assert changed["error_code"] == 0, changed
     deployment.wait_for(
@@ -123,10 +117,7 @@ def _retention(deployment: OperatorDeployment, topic: str) -> str:
 
 
 def test_a_consumer_group_reset_waits_for_an_empty_group(deployment):
-    deployment.wait_for(
-        lambda: deployment.condition("topic/orders", "Ready").get("reason") == "Synced",
-        "the orders topic synced",
-    )
+    deployment.wait_for_reason("topic/orders", "Ready", "Synced", "the orders topic synced")
     deployment.client("produce", "--topic", "orders", "--count", "100", "--prefix", "lag")
     consumed = deployment.client(
         "consume",
@@ -264,12 +255,9 @@ def test_scaling_moves_the_data_first_and_refuses_to_go_below_a_replication_fact
     assert 3 not in drained
 
     deployment.kubectl("scale", "cluster/events", "--replicas=2")
-    deployment.wait_for(
-        lambda: deployment.condition("cluster/events", "Progressing").get("reason")
-        == "ScaleDownRefused",
-        "the scale-down to 2 refused",
-    )
-    message = deployment.condition("cluster/events", "Progressing")["message"]
+    message = deployment.wait_for_reason(
+        "cluster/events", "Progressing", "ScaleDownRefused", "the scale-down to 2 refused"
+    )["message"]
     assert "replication factor 3" in message, message
     assert deployment.get("statefulset/events-broker")["spec"]["replicas"] == 3
     assert _replica_counts(deployment) == drained
@@ -368,21 +356,17 @@ def test_a_full_disk_goes_offline_alone_and_its_replicas_go_to_an_added_broker(d
         fill = f"mkdir {filler} && dd if=/dev/zero of={filler}/big bs=1M; "
         fill += f"dd if=/dev/zero of={filler}/tail bs=4k"
         cluster.node_exec(node, "sh", "-c", fill, check=False)
-        deployment.wait_for(
-            lambda: deployment.condition("cluster/events", "Degraded").get("reason")
-            == "LogDirOffline",
-            "the full dir offline",
-            120,
-        )
-        message = deployment.condition("cluster/events", "Degraded")["message"]
+        message = deployment.wait_for_reason(
+            "cluster/events", "Degraded", "LogDirOffline", "the full dir offline", 120
+        )["message"]
         assert "broker 1: " in message, message
         _set_storage(deployment, drainFailedDirs=True)
-        deployment.wait_for(
-            lambda: deployment.condition("cluster/events", "Progressing").get("reason")
-            == "DrainRefused",
+        message = deployment.wait_for_reason(
+            "cluster/events",
+            "Progressing",
+            "DrainRefused",
             "the copy refused: every broker holds a replica already",
-        )
-        message = deployment.condition("cluster/events", "Progressing")["message"]
+        )["message"]
         assert "add a broker" in message, message
 
         deployment.kubectl("scale", "cluster/events", "--replicas=4")
