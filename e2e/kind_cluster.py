@@ -74,7 +74,31 @@ class KindCluster:
             "--retain",
             timeout=_CREATE_TIMEOUT_S,
         )
+        self.spread_dns()
         self.wait_until_ready()
+
+    def spread_dns(self) -> None:
+        """CoreDNS's two replicas on two nodes: kubeadm lets both land on one, and a test
+        that loses that node would lose the cluster's names with it, until Kubernetes
+        reschedules them (a minute and more), whatever the system under test does."""
+        anti_affinity = {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
+        patch = {"spec": {"template": {"spec": {"affinity": {"podAntiAffinity": anti_affinity}}}}}
+        self.kubectl(
+            "--namespace",
+            "kube-system",
+            "patch",
+            "deployment",
+            "coredns",
+            "--patch",
+            json.dumps(patch),
+        )
 
     def reuse(self) -> None:
         """Take over the existing cluster: its kubeconfig, then ready nodes and DNS."""

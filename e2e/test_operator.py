@@ -486,9 +486,10 @@ def test_a_node_gone_for_good_takes_a_brokers_disks_and_the_broker_starts_elsewh
 ):
     """``replaceLostVolumes``: a worker stopped for good (``docker stop``, then its Node
     deleted) with a broker's disks; the operator lets go of its claims and volumes, the
-    broker starts empty on the spare worker and copies its replicas back, and every
-    record acknowledged (acks=all) before the loss is still there. The worker is started
-    again afterwards for the tests that follow (its kubelet registers it anew)."""
+    broker starts empty on the spare worker and copies its replicas back. An idempotent
+    acks=all producer runs from just before the loss for 100 s: every record is
+    acknowledged and read back. The worker is started again afterwards for the tests
+    that follow (its kubelet registers it anew)."""
     cluster = deployment.cluster
     pods = broker_pods(deployment)
     used = {p["spec"]["nodeName"] for p in pods.values()}
@@ -513,10 +514,7 @@ def test_a_node_gone_for_good_takes_a_brokers_disks_and_the_broker_starts_elsewh
         for name, p in sorted(pods.items())
         if p["spec"]["nodeName"] not in keep
     )
-    produced = deployment.client(
-        "produce", "--topic", "orders", "--count", "1500", "--prefix", "lost", "--idempotent"
-    )
-    assert produced == {"acknowledged": 1500, "failures": []}, produced
+    producer = _steady_producer(deployment, 1500, "lost")
     cluster.stop_node(lost_node)
     try:
         cluster.kubectl("delete", "node", lost_node, timeout=180)
@@ -541,6 +539,8 @@ def test_a_node_gone_for_good_takes_a_brokers_disks_and_the_broker_starts_elsewh
             "jsonpath={.items[*].message}",
         )
         assert victim in lost, lost
+        produced = deployment.client_result(producer)
+        assert produced == {"acknowledged": 1500, "failures": []}, produced
         consumed = deployment.client(
             "consume", "--topic", "orders", "--expect", "1500", "--prefix", "lost"
         )
