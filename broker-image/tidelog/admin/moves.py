@@ -209,6 +209,12 @@ class MovesMixin:
             for p in t.partitions
         }
 
+    def draining_dirs(self, broker: int) -> set[str]:
+        """Broker ``broker``'s ``log.dirs.draining`` (DescribeConfigs at that broker)."""
+        configs = self.describe_configs(ConfigResourceType.BROKER, [str(broker)])
+        entry = configs[str(broker)].get(DRAINING_DIRS)
+        return {d for d in (entry.value or "").split(",") if d} if entry else set()
+
     def set_draining_dirs(self, broker: int, directories: Iterable[str]) -> None:
         """Set broker ``broker``'s ``log.dirs.draining`` (deleted when empty)."""
         value = ",".join(directories)

@@ -30,9 +30,8 @@ from typing import TextIO
 
 from tidelog.admin import AdminClient
 from tidelog.admin.groups import TopicPartition
-from tidelog.admin.moves import DRAINING_DIRS, LogDirDescription
+from tidelog.admin.moves import LogDirDescription
 from tidelog.admin.planner import plan_log_dir_drain
-from tidelog.admin.topics import ConfigResourceType
 from tidelog.cli.common import (
     CommandError,
     Parser,
@@ -191,14 +190,9 @@ class LogDirs:
             + "\n"
         )
         if self.o.summary:
-            self.out.write(summary_table(dirs, {b: self._draining(b) for b in dirs}))
+            self.out.write(summary_table(dirs, {b: self.admin.draining_dirs(b) for b in dirs}))
         else:
             self.out.write(describe_json(dirs) + "\n")
-
-    def _draining(self, broker: int) -> set[str]:
-        configs = self.admin.describe_configs(ConfigResourceType.BROKER, [str(broker)])
-        value = configs[str(broker)].get(DRAINING_DIRS)
-        return {d for d in (value.value or "").split(",") if d} if value else set()
 
     def _dirs(self) -> list[LogDirDescription]:
         dirs = self.admin.describe_log_dirs([self.o.broker])[self.o.broker]
@@ -217,7 +211,7 @@ class LogDirs:
 
     def drain(self) -> None:
         dirs = self._dirs()
-        draining = self._draining(self.o.broker) | {self.o.log_dir}
+        draining = self.admin.draining_dirs(self.o.broker) | {self.o.log_dir}
         self.admin.set_draining_dirs(self.o.broker, sorted(draining))
         moving = {tp for d in dirs for tp in d.future()}
         plan = plan_log_dir_drain(
@@ -236,7 +230,7 @@ class LogDirs:
 
     def undrain(self) -> None:
         self._dirs()
-        still = self._draining(self.o.broker) - {self.o.log_dir}
+        still = self.admin.draining_dirs(self.o.broker) - {self.o.log_dir}
         self.admin.set_draining_dirs(self.o.broker, sorted(still))
         self.out.write(
             f"Log dir {self.o.log_dir} of broker {self.o.broker} takes partitions again\n"
