@@ -83,14 +83,23 @@ def apply(api: client.ApiClient, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def delete(
-    api: client.ApiClient, api_version: str, kind: str, name: str, namespace: str | None
+    api: client.ApiClient,
+    api_version: str,
+    kind: str,
+    name: str,
+    namespace: str | None,
+    *,
+    orphan: bool = False,
 ) -> bool:
-    """Delete an object; False when it was gone already."""
+    """Delete an object; False when it was gone already. ``orphan`` leaves its dependents
+    (a StatefulSet's pods) running, their owner reference removed."""
+    body = {"propagationPolicy": "Orphan"} if orphan else None
     try:
         api.call_api(
             _path(api_version, kind, name, namespace),
             "DELETE",
-            header_params={"Accept": "application/json"},
+            header_params={"Accept": "application/json", "Content-Type": "application/json"},
+            body=body,
             response_type="object",
             auth_settings=["BearerToken"],
             _return_http_data_only=True,
