@@ -7,7 +7,8 @@ Cluster:
 * ``Ready``: every broker answers and no partition is offline. False with
   ``BrokersNotReady`` (how many answer), ``ZooKeeperNotReady``, ``PartitionsOffline``.
 * ``Progressing``: the operator is changing something. True with ``Creating``,
-  ``RollingRestart`` (which broker, and what it waits for), ``Scaling`` (what moves, and
+  ``RollingRestart`` (which broker, and what it waits for), ``DrainingVolumes`` (the log
+  dirs of removed volumes emptying, and how many replicas are left), ``Scaling`` (what moves, and
   how far it got; a requested replica rebalance and the copy of the replicas of failed
   log dirs too); False with ``Idle``, ``ScaleDownRefused`` (the topic whose replication
   factor the remaining brokers could not hold; nothing moves), or ``DrainRefused`` (the
@@ -70,6 +71,7 @@ class Reason:
     SCALING = "Scaling"
     SCALE_DOWN_REFUSED = "ScaleDownRefused"
     DRAIN_REFUSED = "DrainRefused"
+    DRAINING_VOLUMES = "DrainingVolumes"
     REBALANCING = "Rebalancing"  # an event: a replica rebalance, leader election or
     # copy of the replicas of failed log dirs started
     VOLUMES_LOST = "VolumesLost"  # an event: a broker's claims let go with its node

@@ -130,3 +130,66 @@ def test_a_cluster_gets_its_children_conditions_and_status(operator, kube_api, k
         return False
 
     wait_until(collected, "the children collected with the Cluster", timeout=60)
+
+
+def test_an_added_volume_makes_the_statefulset_anew_and_leaves_its_pods_running(
+    operator, kube_api, kube_namespace
+):
+    """Claim templates cannot change in place: the StatefulSet is deleted orphaning its
+    pods and made anew with the new volume, and the same pods (no kubelet here: Pending)
+    are adopted by it, on the old template for the roller to restart."""
+    ns = kube_namespace
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Cluster",
+        "metadata": {"name": "grows"},
+        "spec": {
+            "brokers": {"replicas": 2},
+            "storage": {"volumes": [{"id": 0, "size": "1Gi"}]},
+            "zookeeper": {"connect": "zookeeper.example:2181"},
+        },
+    }
+    custom(kube_api).create_namespaced_custom_object(GROUP, VERSION, ns, "clusters", body)
+    apps, core = client.AppsV1Api(kube_api), client.CoreV1Api(kube_api)
+    selector = "tidelog.dev/cluster=grows,app.kubernetes.io/component=broker"
+
+    def pods() -> dict[str, client.V1Pod]:
+        return {
+            p.metadata.name: p for p in core.list_namespaced_pod(ns, label_selector=selector).items
+        }
+
+    before = wait_until(lambda: len(pods()) == 2 and pods(), "the brokers' pods")
+    first = apps.read_namespaced_stateful_set("grows-broker", ns)
+    volumes = [{"id": 0, "size": "1Gi"}, {"id": 1, "size": "2Gi"}]
+    custom(kube_api).patch_namespaced_custom_object(
+        GROUP, VERSION, ns, "clusters", "grows", {"spec": {"storage": {"volumes": volumes}}}
+    )
+
+    def remade() -> client.V1StatefulSet | None:
+        current = found(apps.read_namespaced_stateful_set, "grows-broker", ns)
+        if current is None or current.metadata.uid == first.metadata.uid:
+            return None
+        return current
+
+    second = wait_until(remade, "the StatefulSet made anew", timeout=60)
+    claims = {
+        t.metadata.name: t.spec.resources.requests["storage"]
+        for t in second.spec.volume_claim_templates
+    }
+    assert claims == {"data-0": "1Gi", "data-1": "2Gi"}
+    mounts = [m.mount_path for m in second.spec.template.spec.containers[0].volume_mounts]
+    assert "/var/lib/tidelog/data-1" in mounts
+
+    def adopted() -> bool:
+        now = pods()
+        return all(
+            now[name].metadata.uid == pod.metadata.uid
+            and [o.uid for o in now[name].metadata.owner_references or []] == [second.metadata.uid]
+            for name, pod in before.items()
+        )
+
+    wait_until(adopted, "the same pods adopted by the new StatefulSet", timeout=60)
+    properties = core.read_namespaced_config_map("grows-broker-config", ns).data[
+        "server.properties"
+    ]
+    assert "log.dirs=/var/lib/tidelog/data-0,/var/lib/tidelog/data-1" in properties

@@ -11,6 +11,10 @@
   they go; replicas rebalanced and preferred leaders elected as ``balance.py`` asks),
   observe pods and brokers and write the status (only when it changes).
 
+A change of volumes (``volume_moves.py``): an added volume is mounted at once (the
+StatefulSet made anew, ``reconcile_cluster``), a removed one only once the brokers have
+drained it (the timer's volume step), each followed by the roll.
+
 The StatefulSet gets the spec's brokers, but never fewer than it runs: only the scaler
 shrinks it, once the leaving brokers are drained.
 """
@@ -23,19 +27,22 @@ from dataclasses import replace
 from typing import Any
 
 import kopf
+from kubernetes.client.exceptions import ApiException
 
 from tidelog.admin import AdminClient, AdminError
 from tidelog.admin.planner import PlanError
 from tidelog.protocol.errors import ProtocolError
-from tidelog_operator import conditions, kube
+from tidelog_operator import conditions, kube, names
 from tidelog_operator.builders.brokers import bootstrap_address, node_reader_binding
 from tidelog_operator.cluster.balance import REBALANCE_ANNOTATION, requested, unknown_request
 from tidelog_operator.cluster.children import Children, desired_children
+from tidelog_operator.cluster.disks import VolumeDecision
 from tidelog_operator.cluster.observe import (
     cluster_status,
     observe,
     rolling_status,
     scaling_status,
+    volume_status,
 )
 from tidelog_operator.cluster.restarts import roll_once
 from tidelog_operator.cluster.rolling import RollDecision
@@ -46,6 +53,14 @@ from tidelog_operator.cluster.scaling_moves import (
     scale_once,
     statefulset_replicas,
 )
+from tidelog_operator.cluster.volume_moves import (
+    VOLUMES,
+    VolumeStep,
+    apply_statefulset,
+    mounted_volumes,
+    volumes_once,
+    volumes_to_mount,
+)
 from tidelog_operator.cluster.volumes import (
     recycle_released_volumes,
     replace_lost_volumes,
@@ -54,7 +69,7 @@ from tidelog_operator.cluster.volumes import (
 from tidelog_operator.cluster_client import ADMIN_TIMEOUT_S
 from tidelog_operator.conditions import Reason
 from tidelog_operator.names import GROUP, VERSION, node_reader_binding_name
-from tidelog_operator.spec import ClusterSpec, parse_cluster
+from tidelog_operator.spec import ClusterSpec, Volume, parse_cluster
 
 __all__ = ["OBSERVE_INTERVAL_S"]
 
@@ -73,7 +88,11 @@ def now() -> str:
 def reconcile_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, **_: Any) -> None:
     parsed = parse_cluster(name, namespace, spec)
     running = statefulset_replicas(kube.api(), parsed)
-    children = _apply_children(parsed, body, brokers_to_run(parsed.brokers.replicas, running))
+    volumes = _volumes_to_mount(parsed, body)
+    brokers = brokers_to_run(parsed.brokers.replicas, running)
+    children = _apply_children(parsed, body, brokers, volumes)
+    if children is None:
+        raise kopf.TemporaryError("the brokers' StatefulSet is being made anew", delay=5)
     binding = node_reader_binding(parsed, NODE_READER_ROLE)
     if binding is not None:
         kube.apply(kube.api(), binding)
@@ -109,6 +128,9 @@ def observe_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, 
     roll = _roll(parsed)
     if roll.action == "restart":
         kopf.info(body, reason=Reason.ROLLING_RESTART, message=roll.reason)
+    volumes = _volumes(parsed, body)
+    if volumes.decision.action == "drain":
+        kopf.info(body, reason=Reason.DRAINING_VOLUMES, message=volumes.decision.reason)
     step = _scale(parsed, body, roll)
     _announce(body, step)
     unknown = unknown_request(meta.get("annotations"))
@@ -123,18 +145,56 @@ def observe_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, 
     def change(status: dict[str, Any]) -> dict[str, Any]:
         updated = cluster_status(status, seen, parsed, generation=generation, now=now())
         updated = rolling_status(updated, roll, generation=generation, now=now())
+        updated = volume_status(updated, volumes, generation=generation, now=now())
         return scaling_status(updated, step, generation=generation, now=now())
 
     kube.patch_status(kube.api(), "clusters", namespace, name, change)
 
 
-def _apply_children(parsed: ClusterSpec, body: Any, brokers: int) -> Children:
-    """Apply the Cluster's children with ``brokers`` brokers, owned by the Cluster."""
-    children = desired_children(replace(parsed, brokers=replace(parsed.brokers, replicas=brokers)))
+def _apply_children(
+    parsed: ClusterSpec, body: Any, brokers: int, volumes: tuple[Volume, ...]
+) -> Children | None:
+    """Apply the Cluster's children with ``brokers`` brokers on ``volumes``, owned by the
+    Cluster; None while the brokers' StatefulSet is being made anew (new volumes)."""
+    running = replace(parsed.brokers, replicas=brokers)
+    children = desired_children(replace(parsed, brokers=running, volumes=volumes))
+    statefulset = names.brokers_statefulset(parsed.name)
     for obj in children.objects:
         kopf.adopt(obj, owner=body)
-        kube.apply(kube.api(), obj)
+        if obj["kind"] == "StatefulSet" and obj["metadata"]["name"] == statefulset:
+            if not apply_statefulset(kube.api(), obj):
+                return None
+        else:
+            kube.apply(kube.api(), obj)
     return children
+
+
+def _volumes_to_mount(parsed: ClusterSpec, body: Any) -> tuple[Volume, ...]:
+    """The spec's volumes, and those the brokers mount until the volume step has drained
+    and unmounted them (``status.volumes``)."""
+    mounted = mounted_volumes(kube.api(), parsed)
+    record = (body.get("status") or {}).get(VOLUMES) or {}
+    unmounted = set(record.get("removed", [])) if record.get("state") == "Unmounted" else set()
+    keep = {v.id for v in parsed.volumes} | (mounted.ids - unmounted)
+    return volumes_to_mount(parsed, frozenset(keep), mounted.volumes)
+
+
+def _volumes(parsed: ClusterSpec, body: Any) -> VolumeStep:
+    """One step of a change of volumes; a wait while the brokers cannot be asked."""
+    running = statefulset_replicas(kube.api(), parsed) or parsed.brokers.replicas
+    try:
+        return volumes_once(
+            AdminClient(bootstrap_address(parsed), timeout=ADMIN_TIMEOUT_S),
+            kube.api(),
+            parsed,
+            body.get("status") or {},
+            brokers=running,
+            now=datetime.datetime.now(datetime.UTC),
+            apply=lambda volumes: _apply_children(parsed, body, running, volumes),
+        )
+    except (AdminError, OSError, ProtocolError) as error:
+        wait = VolumeDecision("wait", frozenset(), reason=f"the brokers do not answer: {error}")
+        return VolumeStep(wait)
 
 
 def _roll(spec: ClusterSpec) -> RollDecision:
@@ -143,6 +203,10 @@ def _roll(spec: ClusterSpec) -> RollDecision:
         return roll_once(kube.api(), spec)
     except (AdminError, OSError, ProtocolError) as error:
         return RollDecision("wait", None, f"the brokers do not answer: {error}")
+    except ApiException as error:
+        if error.status != 404:
+            raise
+        return RollDecision("wait", None, "the brokers' StatefulSet is being made anew")
 
 
 def _scale(parsed: ClusterSpec, body: Any, roll: RollDecision) -> ScaleStep:
@@ -158,7 +222,9 @@ def _scale(parsed: ClusterSpec, body: Any, roll: RollDecision) -> ScaleStep:
             running=statefulset_replicas(kube.api(), parsed),
             requested=requested(body.get("metadata", {}).get("annotations")),
             now=datetime.datetime.now(datetime.UTC),
-            shrink=lambda brokers: _apply_children(parsed, body, brokers),
+            shrink=lambda brokers: _apply_children(
+                parsed, body, brokers, _volumes_to_mount(parsed, body)
+            ),
         )
     except (AdminError, OSError, ProtocolError, PlanError) as error:
         return ScaleStep(ScaleDecision("wait", reason=f"cannot move data now: {error}"))

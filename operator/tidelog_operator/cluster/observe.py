@@ -28,6 +28,7 @@ __all__ = [
     "observe",
     "rolling_status",
     "scaling_status",
+    "volume_status",
 ]
 
 logger = logging.getLogger(__name__)
@@ -248,14 +249,24 @@ def rolling_status(
     return _progressing(status, holds, reason, message, generation=generation, now=now)
 
 
+def volume_status(current: Mapping[str, Any], step, *, generation: int, now: str) -> dict[str, Any]:
+    """A change of volumes' part of the status (``volume_moves``' key) and, while removed
+    volumes drain, Progressing."""
+    status = _merged(current, step.status)
+    if step.decision.action not in ("drain", "wait") or not step.decision.volumes:
+        return status
+    message = step.decision.reason
+    return _progressing(
+        status, True, Reason.DRAINING_VOLUMES, message, generation=generation, now=now
+    )
+
+
 def scaling_status(
     current: Mapping[str, Any], step, *, generation: int, now: str
 ) -> dict[str, Any]:
     """The scaler's part of the status (``scaling_moves``' keys) and, while it scales or
     refuses to, Progressing (otherwise the roll's says it)."""
-    status = {**current, **step.status}
-    for key in [k for k, v in step.status.items() if v is None]:
-        del status[key]
+    status = _merged(current, step.status)
     decision = step.decision
     if decision.action in _REFUSALS:
         holds, reason, message = False, _REFUSALS[decision.action], decision.reason
@@ -264,6 +275,14 @@ def scaling_status(
     else:
         return status
     return _progressing(status, holds, reason, message, generation=generation, now=now)
+
+
+def _merged(current: Mapping[str, Any], updates: Mapping[str, Any]) -> dict[str, Any]:
+    """``current`` with ``updates`` (a key set to None goes)."""
+    status = {**current, **updates}
+    for key in [k for k, v in updates.items() if v is None]:
+        del status[key]
+    return status
 
 
 def _progressing(

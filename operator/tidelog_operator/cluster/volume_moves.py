@@ -1,0 +1,265 @@
+"""What a change of the Cluster's JBOD volumes observes and does (``disks.decide_volumes``
+decides): the volumes the brokers mount, the brokers' draining entries and the replicas
+left in the dirs being removed, the StatefulSet made anew when its claim templates
+change, and the removal's record on the status.
+
+The status key it owns, ``volumes``: the last removal of volumes, ``removed`` (their
+ids), ``state`` (``Draining``, ``Unmounted``: the StatefulSet no longer has them and the
+roll takes them off the brokers, ``Done``), ``replicasLeft`` (in their dirs, over every
+broker), ``startedAt``, ``finishedAt``, ``message``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from tidelog.admin import AdminClient
+from tidelog_operator import kube, names
+from tidelog_operator.cluster.disks import (
+    VolumeDecision,
+    VolumeObservation,
+    decide_volumes,
+    volume_of,
+)
+from tidelog_operator.spec import ClusterSpec, Volume
+
+__all__ = [
+    "VOLUMES",
+    "VolumeStep",
+    "apply_statefulset",
+    "mounted_volumes",
+    "volumes_once",
+    "volumes_to_mount",
+]
+
+VOLUMES = "volumes"
+_CLAIM = re.compile(r"data-(\d+)")
+
+
+@dataclass(frozen=True)
+class Mounted:
+    """The volume ids the StatefulSet's claim templates or a broker pod name, each as a
+    volume (from its template, or a pod's claim of it), and the ids of the templates
+    (None: no StatefulSet, being made anew)."""
+
+    ids: frozenset[int]
+    volumes: Mapping[int, Volume]
+    templates: frozenset[int] | None
+
+
+@dataclass(frozen=True)
+class VolumeStep:
+    decision: VolumeDecision
+    status: dict[str, Any] = field(default_factory=dict)
+
+
+def _as_volume(name: str, claim: client.V1PersistentVolumeClaimSpec) -> Volume | None:
+    """A claim template ``data-<id>``, or a pod's claim ``data-<id>-<pod>``, as a volume."""
+    match = _CLAIM.match(name)
+    if match is None:
+        return None
+    selector = claim.selector.match_labels if claim.selector else None
+    return Volume(
+        int(match.group(1)),
+        claim.resources.requests["storage"],
+        claim.storage_class_name,
+        dict(selector) if selector else None,
+    )
+
+
+def _live_statefulset(
+    api: client.ApiClient, name: str, namespace: str
+) -> client.V1StatefulSet | None:
+    try:
+        return client.AppsV1Api(api).read_namespaced_stateful_set(name, namespace)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def _claim(
+    core: client.CoreV1Api, name: str, namespace: str
+) -> client.V1PersistentVolumeClaim | None:
+    try:
+        return core.read_namespaced_persistent_volume_claim(name, namespace)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def _template_ids(api: client.ApiClient, spec: ClusterSpec) -> frozenset[int] | None:
+    statefulset = _live_statefulset(api, names.brokers_statefulset(spec.name), spec.namespace)
+    if statefulset is None or statefulset.metadata.deletion_timestamp is not None:
+        return None
+    templates = statefulset.spec.volume_claim_templates or []
+    return frozenset(v.id for t in templates if (v := _as_volume(t.metadata.name, t.spec)))
+
+
+def mounted_volumes(api: client.ApiClient, spec: ClusterSpec) -> Mounted:
+    """What the StatefulSet and the broker pods mount (a pod keeps its volumes until it
+    is restarted onto a new template)."""
+    volumes: dict[int, Volume] = {}
+    templates = None
+    statefulset = _live_statefulset(api, names.brokers_statefulset(spec.name), spec.namespace)
+    if statefulset is not None and statefulset.metadata.deletion_timestamp is None:
+        for template in statefulset.spec.volume_claim_templates or []:
+            if volume := _as_volume(template.metadata.name, template.spec):
+                volumes[volume.id] = volume
+        templates = frozenset(volumes)
+    core = client.CoreV1Api(api)
+    selector = ",".join(f"{k}={v}" for k, v in names.broker_labels(spec.name).items())
+    in_pods: set[int] = set()
+    for pod in core.list_namespaced_pod(spec.namespace, label_selector=selector).items:
+        for mount in pod.spec.volumes or []:
+            match = _CLAIM.fullmatch(mount.name)
+            if match is None or mount.persistent_volume_claim is None:
+                continue
+            in_pods.add(int(match.group(1)))
+            if int(match.group(1)) not in volumes:
+                claim = _claim(core, mount.persistent_volume_claim.claim_name, spec.namespace)
+                if claim is not None:
+                    volumes[int(match.group(1))] = _as_volume(claim.metadata.name, claim.spec)
+    return Mounted(frozenset(in_pods | set(volumes)), volumes, templates)
+
+
+def volumes_to_mount(
+    spec: ClusterSpec, ids: frozenset[int], mounted: Mapping[int, Volume]
+) -> tuple[Volume, ...]:
+    """The volumes ``ids``: the spec's, or, for one the spec no longer has (being
+    drained), as it is mounted."""
+    found = {**mounted, **{v.id: v for v in spec.volumes}}
+    return tuple(found[i] for i in sorted(ids) if i in found)
+
+
+def apply_statefulset(api: client.ApiClient, statefulset: dict[str, Any]) -> bool:
+    """Apply the brokers' StatefulSet; False while it is being made anew. Its claim
+    templates cannot change in place: when the live one's differ, it is deleted orphaning
+    its pods (they run on, and the roller restarts them onto the new template), and a
+    later call creates it, once it is gone."""
+    meta = statefulset["metadata"]
+    live = _live_statefulset(api, meta["name"], meta["namespace"])
+    if live is not None:
+        if live.metadata.deletion_timestamp is not None:
+            return False
+        claims = sorted(t.metadata.name for t in live.spec.volume_claim_templates or [])
+        wanted = sorted(t["metadata"]["name"] for t in statefulset["spec"]["volumeClaimTemplates"])
+        if claims != wanted:
+            kube.delete(api, "apps/v1", "StatefulSet", meta["name"], meta["namespace"], orphan=True)
+            return False
+    kube.apply(api, statefulset)
+    return True
+
+
+@dataclass(frozen=True)
+class _Brokers:
+    """Per live broker: its draining dirs as they are set, and its log dir of each volume."""
+
+    draining: Mapping[int, frozenset[str]]
+    dirs: Mapping[int, Mapping[int, str]]
+
+
+def _observe(
+    admin: AdminClient, spec: ClusterSpec, mounted: Mounted, brokers: int
+) -> tuple[VolumeObservation, _Brokers]:
+    described = admin.describe_log_dirs()
+    held: dict[int, int] = {}
+    dirs: dict[int, dict[int, str]] = {}
+    for broker, directories in described.items():
+        for directory in directories:
+            volume = volume_of(directory.path)
+            if volume is not None:
+                held[volume] = held.get(volume, 0) + len(directory.replicas)
+                dirs.setdefault(broker, {})[volume] = directory.path
+    draining = {b: frozenset(admin.draining_dirs(b)) for b in sorted(described)}
+    seen = VolumeObservation(
+        desired=frozenset(v.id for v in spec.volumes),
+        mounted=mounted.ids,
+        brokers=frozenset(range(brokers)),
+        draining={
+            b: frozenset(v for d in paths if (v := volume_of(d)) is not None)
+            for b, paths in draining.items()
+        },
+        replicas_in=held,
+    )
+    return seen, _Brokers(draining, dirs)
+
+
+def _draining_after(decision: VolumeDecision, broker: int, live: _Brokers) -> list[str]:
+    """The broker's draining dirs once the decision's volumes are added or withdrawn."""
+    current = live.draining[broker]
+    if decision.action == "clear":
+        return sorted(d for d in current if volume_of(d) not in decision.volumes)
+    mine = live.dirs.get(broker, {})
+    return sorted(current | {mine[v] for v in decision.volumes if v in mine})
+
+
+def _delete_claims(api: client.ApiClient, spec: ClusterSpec, volumes: list[int], brokers: int):
+    """The removed volumes' claims of every broker, when ``claimRetention`` is Delete."""
+    if spec.claim_retention != "Delete":
+        return
+    for volume in volumes:
+        for broker in range(brokers):
+            claim = f"data-{volume}-{names.broker_pod(spec.name, broker)}"
+            kube.delete(api, "v1", "PersistentVolumeClaim", claim, spec.namespace)
+
+
+def volumes_once(
+    admin: AdminClient,
+    api: client.ApiClient,
+    spec: ClusterSpec,
+    status: Mapping[str, Any],
+    *,
+    brokers: int,
+    now: datetime.datetime,
+    apply: Callable[[tuple[Volume, ...]], object],
+) -> VolumeStep:
+    """Observe, decide, act. ``brokers``: how many the StatefulSet runs; ``apply(v)``
+    applies the children with volumes ``v``. The brokers are asked only while a volume
+    is to be removed or a removal is not done."""
+    record = dict(status.get(VOLUMES) or {})
+    desired = frozenset(v.id for v in spec.volumes)
+    settled = record.get("state") in (None, "Done")
+    if settled and _template_ids(api, spec) == desired:  # no pod mounts another then
+        return VolumeStep(VolumeDecision("none", desired))
+    mounted = mounted_volumes(api, spec)
+    if settled and mounted.ids == desired:
+        return VolumeStep(VolumeDecision("none", desired))
+    seen, live = _observe(admin, spec, mounted, brokers)
+    decision = decide_volumes(seen)
+    for broker in decision.brokers:
+        admin.set_draining_dirs(broker, _draining_after(decision, broker, live))
+    if mounted.templates != decision.mount:
+        apply(volumes_to_mount(spec, decision.mount, mounted.volumes))
+    updated = _record(record, decision, seen, now)
+    if updated and updated["state"] == "Done" and record.get("state") != "Done":
+        _delete_claims(api, spec, updated["removed"], brokers)
+    return VolumeStep(decision, {VOLUMES: updated})
+
+
+def _record(
+    record: dict[str, Any],
+    decision: VolumeDecision,
+    seen: VolumeObservation,
+    now: datetime.datetime,
+) -> dict[str, Any] | None:
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    removed = sorted(seen.mounted - seen.desired)
+    if removed and decision.action in ("drain", "wait"):
+        if record.get("state") != "Draining" or record.get("removed") != removed:
+            record = {"removed": removed, "state": "Draining", "startedAt": stamp}
+        left = sum(seen.replicas_in.get(v, 0) for v in decision.volumes)
+        return record | {"replicasLeft": left, "message": decision.reason}
+    if removed:
+        return record | {"state": "Unmounted", "replicasLeft": 0, "message": decision.reason}
+    if record.get("state") in ("Draining", "Unmounted") and decision.action != "clear":
+        return record | {"state": "Done", "finishedAt": stamp, "message": "no broker has them"}
+    return record or None

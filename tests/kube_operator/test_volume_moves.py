@@ -1,0 +1,125 @@
+"""A volume removed from a running Cluster, against real brokers (ids from 0, two log
+dirs each named as the operator's volumes, ``data-0`` and ``data-1``) and a real API
+server, driven pass after pass as the operator's timer drives it, while an idempotent
+acks=all producer writes: the brokers drain the removed volume's dir, only then does the
+StatefulSet lose the volume (made anew, its pods left running), and once the pods are
+restarted without it the draining entries go and the removal is done. Every
+acknowledged record is kept."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import replace
+
+from kubernetes import client
+
+from integration.acked_writes import ContinuousProducer, assert_acknowledged_records_kept
+from integration.cluster import Cluster, wait_until
+from tidelog.admin import AdminClient
+from tidelog_operator import kube
+from tidelog_operator.builders.brokers import service_account, statefulset
+from tidelog_operator.cluster.observe import volume_status
+from tidelog_operator.cluster.volume_moves import VOLUMES, apply_statefulset, volumes_once
+from tidelog_operator.spec import parse_cluster
+
+TOPIC = "orders"
+
+
+def spec_with(volumes: list[int], namespace: str):
+    return parse_cluster(
+        "local",
+        namespace,
+        {
+            "brokers": {"replicas": 3},
+            "storage": {
+                "volumes": [{"id": v, "size": "1Gi"} for v in volumes],
+                "claimRetention": "Delete",
+            },
+            "zookeeper": {"connect": "zookeeper.example:2181"},
+        },
+    )
+
+
+def test_a_removed_volume_is_drained_then_unmounted_then_forgotten(
+    tmp_path, zk_chroot, kube_api, kube_namespace
+):
+    before, after = spec_with([0, 1], kube_namespace), spec_with([0], kube_namespace)
+    apps, core = client.AppsV1Api(kube_api), client.CoreV1Api(kube_api)
+
+    def apply(volumes) -> bool:
+        return apply_statefulset(kube_api, statefulset(replace(after, volumes=volumes), "hash"))
+
+    kube.apply(kube_api, service_account(before))
+    assert apply_statefulset(kube_api, statefulset(before, "hash"))
+    selector = "tidelog.dev/cluster=local,app.kubernetes.io/component=broker"
+    wait_until(
+        lambda: len(core.list_namespaced_pod(kube_namespace, label_selector=selector).items) == 3,
+        "the brokers' pods (Pending: no kubelet here)",
+    )
+    with Cluster(tmp_path, zk_chroot, size=3, first_id=0) as cluster:
+        admin = AdminClient(cluster.bootstrap, timeout=10)
+        cluster.create_topic(
+            TOPIC, partitions=12, replication_factor=3, configs={"min.insync.replicas": "2"}
+        )
+        held = _held_in(admin, "data-1")
+        assert held > 0, "the placement put nothing in data-1"
+        status: dict = {}
+        actions: list[str] = []
+
+        def step() -> str:
+            nonlocal status
+            done = volumes_once(
+                admin,
+                kube_api,
+                after,
+                status,
+                brokers=3,
+                now=datetime.datetime.now(datetime.UTC),
+                apply=apply,
+            )
+            status = volume_status(status, done, generation=1, now="now")
+            actions.append(done.decision.action)
+            return (status.get(VOLUMES) or {}).get("state", "")
+
+        with ContinuousProducer(cluster.bootstrap, TOPIC, 12, per_second=200) as producer:
+            producer.wait_for_more(500, "records before the removal")
+            assert step() == "Draining"
+            assert actions == ["drain"]
+            assert status[VOLUMES]["replicasLeft"] == held
+            progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
+            assert progressing["reason"] == "DrainingVolumes"
+            for broker in cluster.brokers.values():
+                assert admin.draining_dirs(broker.broker_id) == {str(broker.log_dirs[1])}
+            wait_until(lambda: step() == "Unmounted", "data-1 drained and unmounted", 120)
+            assert _held_in(admin, "data-1") == 0
+            producer.wait_for_more(500, "records after the drain")
+        assert_acknowledged_records_kept(cluster.bootstrap, producer, "after the drain")
+
+        def remade() -> bool:
+            step()
+            live = apps.read_namespaced_stateful_set("local-broker", kube_namespace)
+            return [t.metadata.name for t in live.spec.volume_claim_templates] == ["data-0"]
+
+        wait_until(remade, "the StatefulSet made anew without data-1", 60)
+        assert step() == "Unmounted"  # the pods still mount it: the roller restarts them
+        core.delete_collection_namespaced_pod(kube_namespace, label_selector=selector)
+        wait_until(lambda: step() == "Done", "the removal done once no pod mounts it", 60)
+        assert "clear" in actions
+        for broker in cluster.brokers:
+            assert admin.draining_dirs(broker) == set()
+
+        def claims_of_data_1() -> list[str]:
+            claims = core.list_namespaced_persistent_volume_claim(kube_namespace).items
+            return [c.metadata.name for c in claims if c.metadata.name.startswith("data-1-")]
+
+        wait_until(lambda: not claims_of_data_1(), "data-1's claims gone (claimRetention)")
+
+
+def _held_in(admin: AdminClient, volume_dir: str) -> int:
+    """Replicas in the brokers' log dirs named ``volume_dir``."""
+    return sum(
+        len(d.replicas)
+        for dirs in admin.describe_log_dirs().values()
+        for d in dirs
+        if d.path.rstrip("/").endswith(f"/{volume_dir}")
+    )
