@@ -1,4 +1,4 @@
-"""The e2e session: a kind cluster (e2e/kind.yaml: 1 control plane + 4 workers, two
+"""The e2e session: a kind cluster (e2e/kind.yaml: 1 control plane + 4 workers, three
 real disks per worker) with our images loaded, shared by every e2e test.
 
 ``make e2e`` runs these tests alone, ``make test`` after the rest. Both build what the

@@ -39,6 +39,11 @@ def deployment(kind_cluster: KindCluster, pytestconfig) -> Iterator[OperatorDepl
     deployed.remove()
 
 
+# The example Cluster's disks, and the log dir of volume <n>: f"{DATA}-<n>".
+DISKS = ["/mnt/disks/0", "/mnt/disks/1"]
+DATA = "/var/lib/tidelog/data"
+
+
 def broker_pods(deployment: OperatorDeployment) -> dict[str, dict]:
     pods = deployment.get("pods", "--selector", "app.kubernetes.io/component=broker")["items"]
     return {p["metadata"]["name"]: p for p in pods}
@@ -185,18 +190,21 @@ def test_a_deleted_broker_pod_comes_back_on_its_node_with_its_data(deployment):
     assert consumed["missing_count"] == 0, consumed
 
 
-def test_a_config_change_rolls_every_broker_while_a_producer_runs(deployment):
+def test_a_config_change_and_a_new_disk_roll_every_broker_while_a_producer_runs(deployment):
     """One broker at a time, the controller last, never below min.insync.replicas: an
-    acks=all producer at 15 records a second sees every record acknowledged."""
+    acks=all producer at 15 records a second sees every record acknowledged. The disk
+    added at the same time (``/mnt/disks/2``, volume 2) needs the StatefulSet made anew
+    (claim templates are immutable); its pods run on until the roll restarts them with
+    the new log dir, where a new topic's replicas then go first (the fewest partitions)."""
     producer = _steady_producer(deployment, 3000, "roll")
     before = deployment.get("statefulset/events-broker")["status"]["updateRevision"]
-    deployment.kubectl(
-        "patch",
-        "cluster/events",
-        "--type=merge",
-        "--patch",
-        '{"spec": {"brokers": {"config": {"num.io.threads": 4}}}}',
-    )
+    patch = {
+        "spec": {
+            "brokers": {"config": {"num.io.threads": 4}},
+            "storage": {"local": {"disks": [*DISKS, "/mnt/disks/2"]}},
+        }
+    }
+    deployment.kubectl("patch", "cluster/events", "--type=merge", "--patch", json.dumps(patch))
 
     def rolled() -> bool:
         revision = deployment.get("statefulset/events-broker")["status"]["updateRevision"]
@@ -208,7 +216,16 @@ def test_a_config_change_rolls_every_broker_while_a_producer_runs(deployment):
             and deployment.condition("cluster/events", "Ready").get("status") == "True"
         )
 
-    deployment.wait_for(rolled, "every broker restarted on the new config", timeout=600)
+    deployment.wait_for(rolled, "every broker restarted on the new config and disk", timeout=600)
+    templates = deployment.get("statefulset/events-broker")["spec"]["volumeClaimTemplates"]
+    assert [t["metadata"]["name"] for t in templates] == ["data-0", "data-1", "data-2"]
+    _topics_tool(deployment, "--create", "--topic", "fresh", "--partitions", "3")
+    deployment.wait_for(
+        lambda: sum(len(p) for p in _log_dirs(deployment, "fresh").values()) == 9,
+        "every replica of the new topic placed",
+    )
+    placed = {d for d, partitions in _log_dirs(deployment, "fresh").items() if partitions}
+    assert placed == {(b, f"{DATA}-2") for b in (0, 1, 2)}, placed
     produced = deployment.client_result(producer)
     assert produced == {"acknowledged": 3000, "failures": []}, produced
     consumed = deployment.client(
@@ -224,6 +241,80 @@ def test_a_config_change_rolls_every_broker_while_a_producer_runs(deployment):
         "jsonpath={.items[*].message}",
     )
     assert sorted(set(re.findall(r"broker (\d) runs an old revision", events))) == ["0", "1", "2"]
+
+
+def test_a_removed_disk_is_drained_before_the_brokers_restart_without_it(deployment):
+    """The disk goes from the spec again: every broker drains its dir (its replicas move
+    to the broker's other dirs), and only then does the StatefulSet lose the volume and
+    the roll restart the brokers without it; an acks=all producer loses nothing. The
+    claims stay (claimRetention Retain) until the user deletes them; their disks are
+    then wiped and free again."""
+    producer = _steady_producer(deployment, 2400, "unmount")
+    patch = {"spec": {"storage": {"local": {"disks": DISKS}}}}
+    deployment.kubectl("patch", "cluster/events", "--type=merge", "--patch", json.dumps(patch))
+
+    def removed() -> bool:
+        status = deployment.get("cluster/events")["status"]
+        pods = broker_pods(deployment).values()
+        return (
+            (status.get("volumes") or {}).get("state") == "Done"
+            and not any(v["name"] == "data-2" for p in pods for v in p["spec"]["volumes"])
+            and deployment.condition("cluster/events", "Ready").get("status") == "True"
+        )
+
+    deployment.wait_for(removed, "the disk drained, unmounted and gone from every broker", 900)
+    record = deployment.get("cluster/events")["status"]["volumes"]
+    assert record["removed"] == [2] and record["replicasLeft"] == 0, record
+    drained = deployment.kubectl(
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=events,reason=DrainingVolumes",
+        "--output",
+        "jsonpath={.items[*].message}",
+    )
+    assert "draining data-2" in drained, drained
+    placed = {d for d, partitions in _log_dirs(deployment, "fresh").items() if partitions}
+    assert placed and all(d in (f"{DATA}-0", f"{DATA}-1") for _, d in placed), placed
+    produced = deployment.client_result(producer)
+    assert produced == {"acknowledged": 2400, "failures": []}, produced
+    consumed = deployment.client(
+        "consume", "--topic", "orders", "--expect", "2400", "--prefix", "unmount"
+    )
+    assert consumed["missing_count"] == 0, consumed
+    _topics_tool(deployment, "--delete", "--topic", "fresh")
+    claims = [f"data-2-events-broker-{b}" for b in (0, 1, 2)]
+    deployment.kubectl("delete", "pvc", *claims)
+    deployment.wait_for(
+        lambda: all(
+            v["status"]["phase"] == "Available"
+            for v in deployment.cluster.get("pv", "--selector", "tidelog.dev/disk=2")["items"]
+        ),
+        "the removed disk's volumes wiped and free",
+        300,
+    )
+
+
+def _log_dirs(deployment: OperatorDeployment, topic: str) -> dict[tuple[int, str], list[str]]:
+    """(broker, log dir) → the replicas of ``topic`` there, from ``tidelog-log-dirs
+    --describe`` run in the toolbox as a user runs it."""
+    output = deployment.kubectl(
+        "exec",
+        "toolbox",
+        "--",
+        "tidelog-log-dirs",
+        "--bootstrap-server",
+        "events-bootstrap:9092",
+        "--describe",
+        "--topic-list",
+        topic,
+    )
+    described = json.loads(output.strip().splitlines()[-1])
+    return {
+        (broker["broker"], d["logDir"]): [p["partition"] for p in d["partitions"]]
+        for broker in described["brokers"]
+        for d in broker["logDirs"]
+    }
 
 
 def test_scaling_moves_the_data_first_and_refuses_to_go_below_a_replication_factor(

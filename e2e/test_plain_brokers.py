@@ -55,10 +55,10 @@ def partition_dirs(brokers: PlainBrokers, pod: str) -> set[PurePosixPath]:
     return {PurePosixPath(line) for line in listing.split()}
 
 
-def test_every_worker_has_two_real_disks(kind_cluster: KindCluster) -> None:
+def test_every_worker_has_three_real_disks(kind_cluster: KindCluster) -> None:
     sources = set()
     for node in kind_cluster.workers():
-        for disk in ("/mnt/disks/0", "/mnt/disks/1"):
+        for disk in ("/mnt/disks/0", "/mnt/disks/1", "/mnt/disks/2"):
             fstype, source, size = kind_cluster.node_exec(
                 node,
                 "findmnt",
@@ -74,7 +74,7 @@ def test_every_worker_has_two_real_disks(kind_cluster: KindCluster) -> None:
             # host's disk.
             assert 0.8 * 2**30 < int(size) < 2**30, f"{node}:{disk} has {size} bytes"
             sources.add(source)
-    expected = 2 * len(kind_cluster.workers())
+    expected = 3 * len(kind_cluster.workers())
     assert len(sources) == expected, f"the disks are not distinct devices: {sources}"
 
 
