@@ -58,6 +58,7 @@ from tidelog_operator.cluster.volume_moves import (
     VolumeStep,
     apply_statefulset,
     mounted_volumes,
+    running_brokers,
     volumes_once,
     volumes_to_mount,
 )
@@ -87,7 +88,7 @@ def now() -> str:
 @kopf.on.update(GROUP, VERSION, "clusters", field="spec")
 def reconcile_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, **_: Any) -> None:
     parsed = parse_cluster(name, namespace, spec)
-    running = statefulset_replicas(kube.api(), parsed)
+    running = running_brokers(kube.api(), parsed)
     volumes = _volumes_to_mount(parsed, body)
     brokers = brokers_to_run(parsed.brokers.replicas, running)
     children = _apply_children(parsed, body, brokers, volumes)
@@ -181,7 +182,7 @@ def _volumes_to_mount(parsed: ClusterSpec, body: Any) -> tuple[Volume, ...]:
 
 def _volumes(parsed: ClusterSpec, body: Any) -> VolumeStep:
     """One step of a change of volumes; a wait while the brokers cannot be asked."""
-    running = statefulset_replicas(kube.api(), parsed) or parsed.brokers.replicas
+    running = running_brokers(kube.api(), parsed) or parsed.brokers.replicas
     try:
         return volumes_once(
             AdminClient(bootstrap_address(parsed), timeout=ADMIN_TIMEOUT_S),

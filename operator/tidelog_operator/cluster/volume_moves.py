@@ -28,6 +28,7 @@ from tidelog_operator.cluster.disks import (
     decide_volumes,
     volume_of,
 )
+from tidelog_operator.cluster.scaling_moves import statefulset_replicas
 from tidelog_operator.spec import ClusterSpec, Volume
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "VolumeStep",
     "apply_statefulset",
     "mounted_volumes",
+    "running_brokers",
     "volumes_once",
     "volumes_to_mount",
 ]
@@ -94,6 +96,18 @@ def _claim(
         if error.status == 404:
             return None
         raise
+
+
+def running_brokers(api: client.ApiClient, spec: ClusterSpec) -> int | None:
+    """How many brokers run: the StatefulSet's replicas, or, while it is being made
+    anew, as many as its pods' highest ordinal needs; None when there is neither."""
+    replicas = statefulset_replicas(api, spec)
+    if replicas is not None:
+        return replicas
+    selector = ",".join(f"{k}={v}" for k, v in names.broker_labels(spec.name).items())
+    pods = client.CoreV1Api(api).list_namespaced_pod(spec.namespace, label_selector=selector)
+    ordinals = [int(p.metadata.name.rsplit("-", 1)[1]) for p in pods.items]
+    return max(ordinals) + 1 if ordinals else None
 
 
 def _template_ids(api: client.ApiClient, spec: ClusterSpec) -> frozenset[int] | None:
