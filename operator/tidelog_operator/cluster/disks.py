@@ -2,24 +2,24 @@
 out, pure (the shape of ``rolling.py``).
 
 A volume is one claim template of the brokers' StatefulSet (claim ``data-<id>``, log dir
-``/var/lib/tidelog/data-<id>``) and one entry of every broker's ``log.dirs``. Claim
-templates cannot change in place: the StatefulSet is deleted orphaning its pods and
-made anew, and the roller then restarts the brokers onto the new pod template, one at a
-time, as for a config change.
+``.../data-<id>``) and one entry of every broker's ``log.dirs``. Claim templates cannot
+change in place: the StatefulSet is deleted orphaning its pods and made anew, and the
+roller then restarts the brokers onto the new pod template, one at a time, as for a
+config change.
 
-* **Added** (in the spec, not mounted): mounted at once. A restarted broker has the new,
-  empty dir among its ``log.dirs``, and its new partitions go there first (fewest
-  partitions).
-* **Removed** (mounted, not in the spec): the volume stays mounted while every broker
-  drains its dir (``log.dirs.draining``: the dir takes no new partition and the broker
-  moves its replicas to its other dirs, seed 000). Once no broker holds a replica there
-  (every broker live, so that none is left out), it is unmounted; the roll restarts the
-  brokers without it.
-* Once no pod mounts a removed volume any more, the brokers' draining entries of its dir
-  are withdrawn (``clear``).
+* **Added** (in the spec, not in the StatefulSet): mounted at once. A restarted broker
+  has the new, empty dir among its ``log.dirs``, and its new partitions go there first
+  (it has the fewest).
+* **Removed** (in the StatefulSet, not in the spec): the volume stays while every broker
+  that has its dir drains it (``drain``: ``log.dirs.draining``, the dir takes no new
+  partition and the broker moves its replicas to its other dirs, seed 000). Once no
+  broker holds a replica there (every broker live, so that none is left out), the
+  StatefulSet loses it (``unmount``); the roll then restarts the brokers without it.
+* Once no pod mounts it any more, the brokers' draining entries are rewritten without
+  its dir (``clear``): a restarted broker ignores an entry of a dir it no longer has,
+  but the entry would stay in ZooKeeper.
 
-A volume is mounted when the StatefulSet's claim templates or any broker pod name it
-(an orphaned pod keeps its volumes until the roll restarts it).
+While the StatefulSet is being made anew, the pods' volumes stand for its templates.
 """
 
 from __future__ import annotations
@@ -42,19 +42,23 @@ def volume_of(log_dir: str) -> int | None:
 @dataclass(frozen=True)
 class VolumeObservation:
     desired: frozenset[int]  # the spec's volume ids
-    mounted: frozenset[int]  # the ids the StatefulSet or a broker pod mounts
+    statefulset: frozenset[int] | None  # its claim templates (None: being made anew)
+    pods: frozenset[int]  # the volumes some broker pod mounts
     brokers: frozenset[int]  # the ids the StatefulSet runs
-    # each live broker's draining volumes (log.dirs.draining); replicas held per volume
+    # each live broker: the volumes among its log dirs, and those it drains
+    holding: Mapping[int, frozenset[int]]
     draining: Mapping[int, frozenset[int]]
-    replicas_in: Mapping[int, int]
+    replicas_in: Mapping[int, int]  # replicas held per volume, over the live brokers
+    unmounted: frozenset[int] = frozenset()  # removed earlier, the roll under way
 
 
 @dataclass(frozen=True)
 class VolumeDecision:
     """``mount``: the volume ids the StatefulSet gets. ``action``: ``none`` (nothing to
     do but mount), ``drain`` (set the dirs of ``volumes`` draining on ``brokers``),
-    ``wait`` (replicas are leaving the dirs of removed ``volumes``), ``clear`` (withdraw
-    the dirs of ``volumes`` from the draining entries of ``brokers``)."""
+    ``wait`` (replicas are leaving the dirs of removed ``volumes``), ``unmount`` (the
+    StatefulSet loses ``volumes``), ``clear`` (the draining entries of ``brokers`` lose
+    the dirs of ``volumes``: the removal is done)."""
 
     action: str
     mount: frozenset[int]
@@ -68,14 +72,19 @@ def _dirs(volumes) -> str:
 
 
 def decide_volumes(seen: VolumeObservation) -> VolumeDecision:
-    removed = tuple(sorted(seen.mounted - seen.desired))
+    mounted = seen.statefulset if seen.statefulset is not None else seen.pods
+    removed = tuple(sorted(mounted - seen.desired))
     if removed:
-        keep = seen.desired | seen.mounted
-        down = sorted(seen.brokers - set(seen.draining))
+        keep = seen.desired | mounted
+        down = sorted(seen.brokers - set(seen.holding))
         if down:
             reason = f"brokers {down} must be live to drain {_dirs(removed)}"
             return VolumeDecision("wait", keep, removed, reason=reason)
-        undrained = tuple(b for b, v in sorted(seen.draining.items()) if not v.issuperset(removed))
+        undrained = tuple(
+            b
+            for b, held in sorted(seen.holding.items())
+            if (held & set(removed)) - seen.draining.get(b, frozenset())
+        )
         if undrained:
             reason = f"draining {_dirs(removed)} on brokers {list(undrained)} before removal"
             return VolumeDecision("drain", keep, removed, undrained, reason)
@@ -83,14 +92,16 @@ def decide_volumes(seen: VolumeObservation) -> VolumeDecision:
         if left:
             held = ", ".join(f"{n} in data-{v}" for v, n in left.items())
             return VolumeDecision("wait", keep, removed, reason=f"replicas still to move: {held}")
-        return VolumeDecision(
-            "none", seen.desired, reason=f"{_dirs(removed)} empty on every broker: unmounted"
-        )
-    stale = tuple(sorted({v for vs in seen.draining.values() for v in vs} - seen.desired))
-    holders = tuple(b for b, v in sorted(seen.draining.items()) if v & set(stale))
-    if holders:
-        reason = f"{_dirs(stale)} removed: withdrawn from the draining dirs"
-        return VolumeDecision("clear", seen.desired, stale, holders, reason)
-    added = sorted(seen.desired - seen.mounted)
+        reason = f"{_dirs(removed)} empty on every broker: the brokers restart without it"
+        return VolumeDecision("unmount", seen.desired, removed, reason=reason)
+    leaving = tuple(sorted(seen.pods - seen.desired))
+    if leaving:
+        reason = f"the roll restarts the brokers without {_dirs(leaving)}"
+        return VolumeDecision("none", seen.desired, leaving, reason=reason)
+    if seen.unmounted:
+        volumes = tuple(sorted(seen.unmounted))
+        reason = f"{_dirs(volumes)} gone from every broker"
+        return VolumeDecision("clear", seen.desired, volumes, tuple(sorted(seen.holding)), reason)
+    added = sorted(seen.desired - mounted)
     reason = f"mounting {_dirs(added)}" if added else ""
     return VolumeDecision("none", seen.desired, reason=reason)

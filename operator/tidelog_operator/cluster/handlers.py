@@ -54,6 +54,7 @@ from tidelog_operator.cluster.scaling_moves import (
     statefulset_replicas,
 )
 from tidelog_operator.cluster.volume_moves import (
+    GENERATION_ANNOTATION,
     VOLUMES,
     VolumeStep,
     apply_statefulset,
@@ -163,6 +164,8 @@ def _apply_children(
     for obj in children.objects:
         kopf.adopt(obj, owner=body)
         if obj["kind"] == "StatefulSet" and obj["metadata"]["name"] == statefulset:
+            generation = str(body["metadata"].get("generation", 0))
+            obj["metadata"].setdefault("annotations", {})[GENERATION_ANNOTATION] = generation
             if not apply_statefulset(kube.api(), obj):
                 return None
         else:
@@ -190,6 +193,7 @@ def _volumes(parsed: ClusterSpec, body: Any) -> VolumeStep:
             parsed,
             body.get("status") or {},
             brokers=running,
+            generation=body["metadata"].get("generation", 0),
             now=datetime.datetime.now(datetime.UTC),
             apply=lambda volumes: _apply_children(parsed, body, running, volumes),
         )

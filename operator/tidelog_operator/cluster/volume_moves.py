@@ -32,6 +32,7 @@ from tidelog_operator.cluster.scaling_moves import statefulset_replicas
 from tidelog_operator.spec import ClusterSpec, Volume
 
 __all__ = [
+    "GENERATION_ANNOTATION",
     "VOLUMES",
     "VolumeStep",
     "apply_statefulset",
@@ -42,18 +43,21 @@ __all__ = [
 ]
 
 VOLUMES = "volumes"
+# On the brokers' StatefulSet: the Cluster generation it was applied for.
+GENERATION_ANNOTATION = "tidelog.dev/cluster-generation"
 _CLAIM = re.compile(r"data-(\d+)")
 
 
 @dataclass(frozen=True)
 class Mounted:
     """The volume ids the StatefulSet's claim templates or a broker pod name, each as a
-    volume (from its template, or a pod's claim of it), and the ids of the templates
-    (None: no StatefulSet, being made anew)."""
+    volume (from its template, or a pod's claim of it); the ids of the templates (None:
+    no StatefulSet, being made anew) and those the pods mount."""
 
     ids: frozenset[int]
     volumes: Mapping[int, Volume]
     templates: frozenset[int] | None
+    in_pods: frozenset[int]
 
 
 @dataclass(frozen=True)
@@ -110,12 +114,18 @@ def running_brokers(api: client.ApiClient, spec: ClusterSpec) -> int | None:
     return max(ordinals) + 1 if ordinals else None
 
 
-def _template_ids(api: client.ApiClient, spec: ClusterSpec) -> frozenset[int] | None:
+def _statefulset_view(
+    api: client.ApiClient, spec: ClusterSpec
+) -> tuple[frozenset[int] | None, int]:
+    """The StatefulSet's volume ids (None while it is being made anew) and the Cluster
+    generation it was applied for (0: not known)."""
     statefulset = _live_statefulset(api, names.brokers_statefulset(spec.name), spec.namespace)
     if statefulset is None or statefulset.metadata.deletion_timestamp is not None:
-        return None
+        return None, 0
+    made_for = int((statefulset.metadata.annotations or {}).get(GENERATION_ANNOTATION, 0))
     templates = statefulset.spec.volume_claim_templates or []
-    return frozenset(v.id for t in templates if (v := _as_volume(t.metadata.name, t.spec)))
+    ids = frozenset(v.id for t in templates if (v := _as_volume(t.metadata.name, t.spec)))
+    return ids, made_for
 
 
 def mounted_volumes(api: client.ApiClient, spec: ClusterSpec) -> Mounted:
@@ -142,7 +152,7 @@ def mounted_volumes(api: client.ApiClient, spec: ClusterSpec) -> Mounted:
                 claim = _claim(core, mount.persistent_volume_claim.claim_name, spec.namespace)
                 if claim is not None:
                     volumes[int(match.group(1))] = _as_volume(claim.metadata.name, claim.spec)
-    return Mounted(frozenset(in_pods | set(volumes)), volumes, templates)
+    return Mounted(frozenset(in_pods | set(volumes)), volumes, templates, frozenset(in_pods))
 
 
 def volumes_to_mount(
@@ -182,27 +192,31 @@ class _Brokers:
 
 
 def _observe(
-    admin: AdminClient, spec: ClusterSpec, mounted: Mounted, brokers: int
+    admin: AdminClient, spec: ClusterSpec, mounted: Mounted, record: Mapping[str, Any], brokers: int
 ) -> tuple[VolumeObservation, _Brokers]:
-    described = admin.describe_log_dirs()
     held: dict[int, int] = {}
     dirs: dict[int, dict[int, str]] = {}
-    for broker, directories in described.items():
+    for broker, directories in admin.describe_log_dirs().items():
+        dirs[broker] = {}
         for directory in directories:
             volume = volume_of(directory.path)
             if volume is not None:
                 held[volume] = held.get(volume, 0) + len(directory.replicas)
-                dirs.setdefault(broker, {})[volume] = directory.path
-    draining = {b: frozenset(admin.draining_dirs(b)) for b in sorted(described)}
+                dirs[broker][volume] = directory.path
+    draining = {b: frozenset(admin.draining_dirs(b)) for b in sorted(dirs)}
+    unmounted = record.get("removed", []) if record.get("state") == "Unmounted" else []
     seen = VolumeObservation(
         desired=frozenset(v.id for v in spec.volumes),
-        mounted=mounted.ids,
+        statefulset=mounted.templates,
+        pods=mounted.in_pods,
         brokers=frozenset(range(brokers)),
+        holding={b: frozenset(volumes) for b, volumes in dirs.items()},
         draining={
             b: frozenset(v for d in paths if (v := volume_of(d)) is not None)
             for b, paths in draining.items()
         },
         replicas_in=held,
+        unmounted=frozenset(unmounted),
     )
     return seen, _Brokers(draining, dirs)
 
@@ -233,47 +247,51 @@ def volumes_once(
     status: Mapping[str, Any],
     *,
     brokers: int,
+    generation: int,
     now: datetime.datetime,
     apply: Callable[[tuple[Volume, ...]], object],
 ) -> VolumeStep:
-    """Observe, decide, act. ``brokers``: how many the StatefulSet runs; ``apply(v)``
-    applies the children with volumes ``v``. The brokers are asked only while a volume
+    """Observe, decide, act. ``brokers``: how many the StatefulSet runs; ``generation``:
+    the Cluster's, as this pass sees it (a StatefulSet applied for a newer one means the
+    spec changed meanwhile: nothing is done); ``apply(v)`` applies the children with
+    volumes ``v``. The brokers are asked only while a volume
     is to be removed or a removal is not done."""
     record = dict(status.get(VOLUMES) or {})
     desired = frozenset(v.id for v in spec.volumes)
+    templates, made_for = _statefulset_view(api, spec)
+    if made_for > generation:  # this pass began before the spec changed
+        return VolumeStep(VolumeDecision("wait", desired, reason="a newer spec is applied"))
     settled = record.get("state") in (None, "Done")
-    if settled and _template_ids(api, spec) == desired:  # no pod mounts another then
+    if settled and templates == desired:  # no pod mounts another then
         return VolumeStep(VolumeDecision("none", desired))
     mounted = mounted_volumes(api, spec)
     if settled and mounted.ids == desired:
         return VolumeStep(VolumeDecision("none", desired))
-    seen, live = _observe(admin, spec, mounted, brokers)
+    seen, live = _observe(admin, spec, mounted, record, brokers)
     decision = decide_volumes(seen)
-    for broker in decision.brokers:
-        admin.set_draining_dirs(broker, _draining_after(decision, broker, live))
+    if decision.action in ("drain", "clear"):
+        for broker in decision.brokers:
+            admin.set_draining_dirs(broker, _draining_after(decision, broker, live))
     if mounted.templates != decision.mount:
         apply(volumes_to_mount(spec, decision.mount, mounted.volumes))
-    updated = _record(record, decision, seen, now)
-    if updated and updated["state"] == "Done" and record.get("state") != "Done":
-        _delete_claims(api, spec, updated["removed"], brokers)
+    left = sum(seen.replicas_in.get(v, 0) for v in decision.volumes)
+    updated = _record(record, decision, left, now)
+    if decision.action == "clear":
+        _delete_claims(api, spec, list(decision.volumes), brokers)
     return VolumeStep(decision, {VOLUMES: updated})
 
 
 def _record(
-    record: dict[str, Any],
-    decision: VolumeDecision,
-    seen: VolumeObservation,
-    now: datetime.datetime,
+    record: dict[str, Any], decision: VolumeDecision, left: int, now: datetime.datetime
 ) -> dict[str, Any] | None:
     stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-    removed = sorted(seen.mounted - seen.desired)
-    if removed and decision.action in ("drain", "wait"):
+    removed = list(decision.volumes)
+    if decision.action in ("drain", "wait") and removed:
         if record.get("state") != "Draining" or record.get("removed") != removed:
             record = {"removed": removed, "state": "Draining", "startedAt": stamp}
-        left = sum(seen.replicas_in.get(v, 0) for v in decision.volumes)
         return record | {"replicasLeft": left, "message": decision.reason}
-    if removed:
+    if decision.action == "unmount":
         return record | {"state": "Unmounted", "replicasLeft": 0, "message": decision.reason}
-    if record.get("state") in ("Draining", "Unmounted") and decision.action != "clear":
-        return record | {"state": "Done", "finishedAt": stamp, "message": "no broker has them"}
+    if decision.action == "clear":
+        return record | {"state": "Done", "finishedAt": stamp, "message": decision.reason}
     return record or None
