@@ -335,13 +335,7 @@ def test_scaling_moves_the_data_first_and_refuses_to_go_below_a_replication_fact
     counts = _replica_counts(deployment)
     assert set(counts) == {0, 1, 2, 3} and max(counts.values()) - min(counts.values()) <= 1
 
-    deployment.kubectl("scale", "cluster/events", "--replicas=3")
-    deployment.wait_for(
-        lambda: _moved(deployment, "RemoveBrokers", spread=3)
-        and deployment.get("statefulset/events-broker")["spec"]["replicas"] == 3,
-        "broker 3 drained, then removed",
-        600,
-    )
+    _scale_back_to_three(deployment)
     drained = _replica_counts(deployment)
     assert 3 not in drained
 
@@ -376,6 +370,17 @@ def _steady_producer(deployment: OperatorDeployment, count: int, prefix: str):
         "--prefix",
         prefix,
         "--idempotent",
+    )
+
+
+def _scale_back_to_three(deployment: OperatorDeployment) -> None:
+    """``kubectl scale`` to 3 brokers; broker 3 is drained, then the StatefulSet shrinks."""
+    deployment.kubectl("scale", "cluster/events", "--replicas=3")
+    deployment.wait_for(
+        lambda: _moved(deployment, "RemoveBrokers", spread=3)
+        and deployment.get("statefulset/events-broker")["spec"]["replicas"] == 3,
+        "broker 3 drained, then removed",
+        600,
     )
 
 
@@ -484,13 +489,7 @@ def test_a_full_disk_goes_offline_alone_and_its_replicas_go_to_an_added_broker(d
         600,
     )
     _set_storage(deployment, drainFailedDirs=False)
-    deployment.kubectl("scale", "cluster/events", "--replicas=3")
-    deployment.wait_for(
-        lambda: _moved(deployment, "RemoveBrokers", spread=3)
-        and deployment.get("statefulset/events-broker")["spec"]["replicas"] == 3,
-        "broker 3 drained, then removed",
-        600,
-    )
+    _scale_back_to_three(deployment)
     produced = deployment.client_result(producer)
     assert produced == {"acknowledged": 2400, "failures": []}, produced
     consumed = deployment.client(
