@@ -17,7 +17,9 @@ kafka-python's defaults), R records a
 second with ``--per-second`` (a producer running while something happens), and reports
 what was acknowledged; ``consume`` reads the topic from the beginning (as group G, which commits
 what it read, when given) and fails unless it finds every record ``produce`` would have
-written with that prefix and count; ``set-config`` sets topic configs, as another tool
+written with that prefix and count, and reports those it read twice and those it read
+after a later one of the same partition (an idempotent producer's records are there once,
+in order); ``set-config`` sets topic configs, as another tool
 than the operator would.
 """
 
@@ -102,12 +104,27 @@ def consume(args: argparse.Namespace) -> dict:
         consumer_timeout_ms=5000,
     )
     found: set[bytes] = set()
+    duplicates = out_of_order = 0
+    last: dict[int, int] = {}  # partition → number of the last wanted record read there
     deadline = time.monotonic() + args.timeout
     while not wanted <= found and time.monotonic() < deadline:
-        found.update(message.value for message in consumer if message.value in wanted)
+        for message in consumer:
+            if message.value not in wanted:
+                continue
+            duplicates += message.value in found
+            found.add(message.value)
+            number = int(message.value.rsplit(b"-", 1)[1])
+            out_of_order += number < last.get(message.partition, -1)
+            last[message.partition] = number
     consumer.close()
     missing = sorted(v.decode() for v in wanted - found)
-    return {"consumed": len(found), "missing": missing[:10], "missing_count": len(missing)}
+    return {
+        "consumed": len(found),
+        "missing": missing[:10],
+        "missing_count": len(missing),
+        "duplicates": duplicates,
+        "out_of_order": out_of_order,
+    }
 
 
 def set_config(args: argparse.Namespace) -> dict:
