@@ -119,13 +119,14 @@ run: setup
 	$(BIN)/tidelog-local start
 
 # The whole suite: the Go tools' tests, then pytest over tests/ and e2e/ (the kind
-# cluster last).
+# cluster last). The slowest tests' times close the report, to keep the suite's time
+# in view.
 test: setup kafka-libs k8s-tools images kind-node-image go-test
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=25
 
 # The kind end-to-end tests alone (e2e/conftest.py: E2E_KEEP=1 keeps the cluster).
 e2e: setup k8s-tools images kind-node-image
-	$(BIN)/pytest e2e
+	$(BIN)/pytest --durations=0 e2e
 
 go-test:
 	cd tools/go && go vet ./... && go test ./...
