@@ -76,6 +76,56 @@ def test_the_roller_decides(brokers, partitions, expected):
     assert decide_roll(brokers, partitions) == expected
 
 
+def lacking(id_: int, ready: bool = True, controller: bool = False):
+    """A stale broker whose pod lacks a volume the StatefulSet's templates added."""
+    return BrokerState(id_, True, ready, controller, lacks_volumes=True)
+
+
+@pytest.mark.parametrize(
+    ("brokers", "partitions", "missing", "expected"),
+    [
+        # a volume added: lowest id first, the controller included
+        (
+            [lacking(0, controller=True), lacking(1), lacking(2)],
+            FULL,
+            frozenset(),
+            RollDecision("restart", 0, "broker 0 runs an old revision"),
+        ),
+        # ... and not before the last restarted is back in sync
+        (
+            [broker(0, False), lacking(1), lacking(2)],
+            [partition([0, 1, 2], [1, 2], name="t-4")],
+            frozenset(),
+            RollDecision(
+                "wait", 0, "waiting for broker 0 to be back in the ISR of 1 partitions (e.g. t-4)"
+            ),
+        ),
+        # an unready stale broker after the lowest lacking one waits its turn (its pod,
+        # once deleted, would not come back)
+        (
+            [lacking(0), lacking(1), lacking(2, ready=False)],
+            FULL,
+            frozenset(),
+            RollDecision("restart", 0, "broker 0 runs an old revision"),
+        ),
+        # a pod gone past the lowest lacking one comes back only after it: restart it now,
+        # even below min.insync.replicas
+        (
+            [lacking(0, controller=True), lacking(2)],
+            [partition([0, 1, 2], [0, 2])],
+            frozenset({1}),
+            RollDecision(
+                "restart", 0, "broker 0 lacks a new volume, and no pod after it is made before"
+            ),
+        ),
+    ],
+)
+def test_a_volume_added_restarts_the_brokers_lowest_id_first(
+    brokers, partitions, missing, expected
+):
+    assert decide_roll(brokers, partitions, missing) == expected
+
+
 def test_a_whole_roll_restarts_each_broker_once_and_the_controller_last():
     """A simulation: each restart makes the broker current, briefly out of the ISR,
     then back; every broker is restarted once, in order, never below min ISR."""

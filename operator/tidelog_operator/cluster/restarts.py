@@ -60,20 +60,23 @@ def roll_once(api: client.ApiClient, spec: ClusterSpec) -> RollDecision:
     pods = core.list_namespaced_pod(spec.namespace, label_selector=selector).items
     if not revision or all(p.metadata.labels.get(REVISION_LABEL) == revision for p in pods):
         return RollDecision("done")
+    claims = {t.metadata.name for t in statefulset.spec.volume_claim_templates or []}
     brokers = [
         BrokerState(
             id=int(p.metadata.name.rsplit("-", 1)[1]),
             stale=p.metadata.labels.get(REVISION_LABEL) != revision,
             ready=_ready(p),
+            lacks_volumes=not claims <= {v.name for v in p.spec.volumes or []},
         )
         for p in pods
     ]
+    missing = frozenset(range(statefulset.spec.replicas)) - {b.id for b in brokers}
     partitions: list[PartitionState] = []
     if not any(b.stale and not b.ready for b in brokers):  # those restart without asking
         admin = AdminClient(bootstrap_address(spec), timeout=ADMIN_TIMEOUT_S)
         partitions, controller = _partitions(admin)
         brokers = [replace(b, controller=b.id == controller) for b in brokers]
-    decision = decide_roll(brokers, partitions)
+    decision = decide_roll(brokers, partitions, missing)
     if decision.action == "restart":
         pod = names.broker_pod(spec.name, decision.broker)
         logger.info(

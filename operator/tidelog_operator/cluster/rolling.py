@@ -13,6 +13,12 @@ StatefulSet's (a change of config, image or resources). Each pass:
    partition it is in sync for would fall below its ``min.insync.replicas`` without it;
    until then the roll waits, naming the partition.
 
+A volume added to the StatefulSet changes the order: its controller goes through the
+pods by ordinal and stops at the first that lacks the new volume (it tries to add the
+volume to the running pod, which Kubernetes forbids), so it makes no pod after that one.
+The brokers then restart lowest id first, the controller included; and one whose pod is
+gone past that broker makes its restart due at once (that pod cannot come back before).
+
 One broker at a time: the caller deletes the pod of a ``restart`` and looks again on its
 next pass.
 """
@@ -31,6 +37,8 @@ class BrokerState:
     stale: bool
     ready: bool
     controller: bool = False
+    # its pod lacks a volume of the StatefulSet's claim templates (one was added)
+    lacks_volumes: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,16 +68,27 @@ def _would_break(broker: int, partitions: Sequence[PartitionState]) -> str | Non
 
 
 def decide_roll(
-    brokers: Sequence[BrokerState], partitions: Sequence[PartitionState]
+    brokers: Sequence[BrokerState],
+    partitions: Sequence[PartitionState],
+    missing: frozenset[int] = frozenset(),
 ) -> RollDecision:
+    """``missing``: the brokers whose pods the StatefulSet has yet to make."""
     stale = [b for b in brokers if b.stale]
     if not stale:
         return RollDecision("done")
+    lacking = min((b for b in stale if b.lacks_volumes), key=lambda b: b.id, default=None)
+    if lacking is not None:
+        if any(m > lacking.id for m in missing):
+            reason = f"broker {lacking.id} lacks a new volume, and no pod after it is made before"
+            return RollDecision("restart", lacking.id, reason)
+        stale = [lacking]
     unready_stale = [b for b in stale if not b.ready]
     if unready_stale:
         broker = min(unready_stale, key=lambda b: b.id)
         return RollDecision("restart", broker.id, f"broker {broker.id} is stale and not ready")
     for broker in sorted(brokers, key=lambda b: b.id):
+        if broker.stale and not broker.ready:  # restarted in its turn, not waited for
+            continue
         if not broker.ready:
             return RollDecision("wait", broker.id, f"waiting for broker {broker.id} to be ready")
         lagging = _out_of_sync(broker.id, partitions)
