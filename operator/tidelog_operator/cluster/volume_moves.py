@@ -102,15 +102,18 @@ def _claim(
         raise
 
 
+def _broker_pods(api: client.ApiClient, spec: ClusterSpec) -> list[client.V1Pod]:
+    selector = ",".join(f"{k}={v}" for k, v in names.broker_labels(spec.name).items())
+    return client.CoreV1Api(api).list_namespaced_pod(spec.namespace, label_selector=selector).items
+
+
 def running_brokers(api: client.ApiClient, spec: ClusterSpec) -> int | None:
     """How many brokers run: the StatefulSet's replicas, or, while it is being made
     anew, as many as its pods' highest ordinal needs; None when there is neither."""
     replicas = statefulset_replicas(api, spec)
     if replicas is not None:
         return replicas
-    selector = ",".join(f"{k}={v}" for k, v in names.broker_labels(spec.name).items())
-    pods = client.CoreV1Api(api).list_namespaced_pod(spec.namespace, label_selector=selector)
-    ordinals = [int(p.metadata.name.rsplit("-", 1)[1]) for p in pods.items]
+    ordinals = [int(p.metadata.name.rsplit("-", 1)[1]) for p in _broker_pods(api, spec)]
     return max(ordinals) + 1 if ordinals else None
 
 
@@ -140,9 +143,8 @@ def mounted_volumes(api: client.ApiClient, spec: ClusterSpec) -> Mounted:
                 volumes[volume.id] = volume
         templates = frozenset(volumes)
     core = client.CoreV1Api(api)
-    selector = ",".join(f"{k}={v}" for k, v in names.broker_labels(spec.name).items())
     in_pods: set[int] = set()
-    for pod in core.list_namespaced_pod(spec.namespace, label_selector=selector).items:
+    for pod in _broker_pods(api, spec):
         for mount in pod.spec.volumes or []:
             match = _CLAIM.fullmatch(mount.name)
             if match is None or mount.persistent_volume_claim is None:
