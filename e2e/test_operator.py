@@ -220,11 +220,7 @@ def test_a_config_change_and_a_new_disk_roll_every_broker_while_a_producer_runs(
     templates = deployment.get("statefulset/events-broker")["spec"]["volumeClaimTemplates"]
     assert [t["metadata"]["name"] for t in templates] == ["data-0", "data-1", "data-2"]
     _topics_tool(deployment, "--create", "--topic", "fresh", "--partitions", "3")
-    deployment.wait_for(
-        lambda: sum(len(p) for p in _log_dirs(deployment, "fresh").values()) == 9,
-        "every replica of the new topic placed",
-    )
-    placed = {d for d, partitions in _log_dirs(deployment, "fresh").items() if partitions}
+    placed = _placement(deployment, "fresh", lambda dirs: True)
     assert placed == {(b, f"{DATA}-2") for b in (0, 1, 2)}, placed
     produced = deployment.client_result(producer)
     assert produced == {"acknowledged": 3000, "failures": []}, produced
@@ -274,8 +270,10 @@ def test_a_removed_disk_is_drained_before_the_brokers_restart_without_it(deploym
         "jsonpath={.items[*].message}",
     )
     assert "draining data-2" in drained, drained
-    placed = {d for d, partitions in _log_dirs(deployment, "fresh").items() if partitions}
-    assert placed and all(d in (f"{DATA}-0", f"{DATA}-1") for _, d in placed), placed
+    placed = _placement(
+        deployment, "fresh", lambda dirs: all(d in (f"{DATA}-0", f"{DATA}-1") for _, d in dirs)
+    )
+    assert placed, placed
     produced = deployment.client_result(producer)
     assert produced == {"acknowledged": 2400, "failures": []}, produced
     consumed = deployment.client(
@@ -293,6 +291,21 @@ def test_a_removed_disk_is_drained_before_the_brokers_restart_without_it(deploym
         "the removed disk's volumes wiped and free",
         300,
     )
+
+
+def _placement(deployment: OperatorDeployment, topic: str, good) -> set[tuple[int, str]]:
+    """The (broker, log dir) pairs holding the replicas of ``topic`` (three partitions,
+    three replicas each) once every replica is placed and ``good`` says the placement
+    is what the test waits for; read again while a broker does not answer."""
+    found: list[set[tuple[int, str]]] = []
+
+    def placed() -> bool:
+        dirs = _log_dirs(deployment, topic)
+        found.append({d for d, partitions in dirs.items() if partitions})
+        return sum(len(p) for p in dirs.values()) == 9 and good(found[-1])
+
+    deployment.wait_for(placed, f"every replica of {topic} placed as expected")
+    return found[-1]
 
 
 def _log_dirs(deployment: OperatorDeployment, topic: str) -> dict[tuple[int, str], list[str]]:

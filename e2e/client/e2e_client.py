@@ -17,15 +17,16 @@ kafka-python's defaults), R records a
 second with ``--per-second`` (a producer running while something happens), and reports
 what was acknowledged; ``consume`` reads the topic from the beginning (as group G, which commits
 what it read, when given) and fails unless it finds every record ``produce`` would have
-written with that prefix and count, and reports those it read twice and those it read
-after a later one of the same partition (an idempotent producer's records are there once,
-in order); ``set-config`` sets topic configs, as another tool
+written with that prefix and count, and reports those that are in the log twice (at two
+offsets) and those that follow a later one of their partition (an idempotent producer's
+records are there once, in order); ``set-config`` sets topic configs, as another tool
 than the operator would.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -103,27 +104,26 @@ def consume(args: argparse.Namespace) -> dict:
         auto_offset_reset="earliest",
         consumer_timeout_ms=5000,
     )
-    found: set[bytes] = set()
-    duplicates = out_of_order = 0
-    last: dict[int, int] = {}  # partition → number of the last wanted record read there
+    # where each wanted record was read: a consumer may read one offset twice (after a
+    # rebalance), but a record at two offsets was written twice
+    positions: dict[bytes, set[tuple[int, int]]] = {}
+    numbers: dict[int, dict[int, int]] = {}  # partition → offset → the record's number
     deadline = time.monotonic() + args.timeout
-    while not wanted <= found and time.monotonic() < deadline:
+    while not wanted <= positions.keys() and time.monotonic() < deadline:
         for message in consumer:
-            if message.value not in wanted:
-                continue
-            duplicates += message.value in found
-            found.add(message.value)
-            number = int(message.value.rsplit(b"-", 1)[1])
-            out_of_order += number < last.get(message.partition, -1)
-            last[message.partition] = number
+            if message.value in wanted:
+                positions.setdefault(message.value, set()).add((message.partition, message.offset))
+                number = int(message.value.rsplit(b"-", 1)[1])
+                numbers.setdefault(message.partition, {})[message.offset] = number
     consumer.close()
-    missing = sorted(v.decode() for v in wanted - found)
+    missing = sorted(v.decode() for v in wanted - positions.keys())
+    in_offset_order = [[n for _, n in sorted(p.items())] for p in numbers.values()]
     return {
-        "consumed": len(found),
+        "consumed": len(positions),
         "missing": missing[:10],
         "missing_count": len(missing),
-        "duplicates": duplicates,
-        "out_of_order": out_of_order,
+        "duplicates": sum(len(at) - 1 for at in positions.values()),
+        "out_of_order": sum(b < a for ns in in_offset_order for a, b in itertools.pairwise(ns)),
     }
 
 
