@@ -72,7 +72,10 @@ def roll_once(api: client.ApiClient, spec: ClusterSpec) -> RollDecision:
     ]
     missing = frozenset(range(statefulset.spec.replicas)) - {b.id for b in brokers}
     partitions: list[PartitionState] = []
-    if not any(b.stale and not b.ready for b in brokers):  # those restart without asking
+    # an unready stale broker restarts without asking, unless one lacking a new volume
+    # goes first (decide_roll): that one's restart checks min.insync.replicas
+    lacking = any(b.lacks_volumes for b in brokers)
+    if lacking or not any(b.stale and not b.ready for b in brokers):
         admin = AdminClient(bootstrap_address(spec), timeout=ADMIN_TIMEOUT_S)
         partitions, controller = _partitions(admin)
         brokers = [replace(b, controller=b.id == controller) for b in brokers]
