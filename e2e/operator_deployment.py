@@ -160,6 +160,18 @@ class OperatorDeployment:
             text=True,
         )
 
+    def producer_started(self, *args: str) -> subprocess.Popen:
+        """A steady ``produce`` (``--per-second``) running while the test goes on, returned
+        once its first record is acknowledged: what the test then breaks meets a producer
+        that has found the cluster, not one still bootstrapping."""
+        process = self.client_started("produce", *args)
+        said = process.stderr.readline().strip()
+        if said != "producing":
+            process.kill()
+            _, err = process.communicate()
+            raise ClusterError(f"the producer did not start: {said}\n{err}")
+        return process
+
     @staticmethod
     def client_result(process: subprocess.Popen, timeout: float = 600) -> dict:
         out, err = process.communicate(timeout=timeout)

@@ -371,9 +371,9 @@ def test_scaling_moves_the_data_first_and_refuses_to_go_below_a_replication_fact
 
 def _steady_producer(deployment: OperatorDeployment, count: int, prefix: str):
     """An idempotent acks=all producer of ``count`` records to orders, 15 a second, that
-    runs while the test goes on (its result: ``deployment.client_result``)."""
-    return deployment.client_started(
-        "produce",
+    runs while the test goes on (its result: ``deployment.client_result``), returned once
+    its first record is acknowledged."""
+    return deployment.producer_started(
         "--topic",
         "orders",
         "--count",

@@ -14,8 +14,9 @@ prints one JSON document on stdout and exits non-zero when what it checks is not
 
 ``produce`` writes with acks=all (idempotent with ``--idempotent``; otherwise
 kafka-python's defaults), R records a
-second with ``--per-second`` (a producer running while something happens), and reports
-what was acknowledged; ``consume`` reads the topic from the beginning (as group G, which commits
+second with ``--per-second`` (a producer running while something happens: it says
+``producing`` on stderr once its first record is acknowledged), and reports what was
+acknowledged; ``consume`` reads the topic from the beginning (as group G, which commits
 what it read, when given) and fails unless it finds every record ``produce`` would have
 written with that prefix and count, and reports those that are in the log twice (at two
 offsets) and those that follow a later one of their partition (an idempotent producer's
@@ -73,6 +74,9 @@ def describe_topic(args: argparse.Namespace) -> dict:
     }
 
 
+PRODUCING = "producing"
+
+
 def values(prefix: str, count: int) -> list[bytes]:
     return [f"{prefix}-{n}".encode() for n in range(count)]
 
@@ -89,6 +93,9 @@ def produce(args: argparse.Namespace) -> dict:
         if args.per_second:
             time.sleep(max(0.0, started + n / args.per_second - time.monotonic()))
         futures.append(producer.send(args.topic, value))
+        if args.per_second and n == 0:
+            futures[0].get(timeout=120)
+            print(PRODUCING, file=sys.stderr, flush=True)
     producer.flush(120)
     failures = [str(f.exception) for f in futures if f.failed()]
     producer.close()
