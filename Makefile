@@ -21,6 +21,14 @@ ZOOKEEPER_STAMP := $(ZOOKEEPER_LIBS)/.complete
 
 export TIDELOG_ZOOKEEPER_LIBS := $(ZOOKEEPER_LIBS)
 
+# Spark's Kafka connector for the PySpark of pyproject.toml (the `spark` extra), cached
+# per version; tidelog_spark puts these jars on Spark's classpath.
+SPARK_VERSION := $(shell sed -n 's/.*"pyspark==\([^"]*\)".*/\1/p' pyproject.toml)
+SPARK_LIBS := $(CACHE_DIR)/spark-$(SPARK_VERSION)/libs
+SPARK_STAMP := $(SPARK_LIBS)/.complete
+
+export TIDELOG_SPARK_LIBS := $(SPARK_LIBS)
+
 # Kubernetes-side tools, built from their Go modules (tools/k8s/build.sh) and cached per
 # version: a real API server for the operator's tests, kubectl, helm and kind, and what the
 # kind node image holds (kubelet, kubeadm, the control plane, kube-proxy, etcd, CoreDNS).
@@ -53,15 +61,16 @@ export TIDELOG_OPERATOR_IMAGE := tidelog-operator:$(VERSION)
 # registry serves it, else one built here from the binaries of k8s-tools.
 export KUBERNETES_VERSION ETCD_VERSION COREDNS_VERSION K8S_TOOLS
 
-.PHONY: setup run test e2e lint bench bench-storage kafka-libs zookeeper-libs k8s-tools k8s-env \
+.PHONY: setup run test e2e lint bench bench-storage kafka-libs zookeeper-libs spark-libs \
+    k8s-tools k8s-env \
     images kind-node-image go-test clean
 
-setup: $(STAMP) zookeeper-libs
+setup: $(STAMP) zookeeper-libs spark-libs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[broker,operator,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[broker,operator,spark,dev]'
 	touch $@
 
 kafka-libs: $(KAFKA_STAMP)
@@ -84,6 +93,16 @@ $(ZOOKEEPER_STAMP): tools/zookeeper/pom.xml
 	mvn --batch-mode --quiet -f tools/zookeeper/pom.xml \
 	    -Dzookeeper.version=$(ZOOKEEPER_VERSION) dependency:copy-dependencies \
 	    -DoutputDirectory=$(ZOOKEEPER_LIBS)
+	touch $@
+
+spark-libs: $(SPARK_STAMP)
+
+# The jars of Spark's Kafka source and sink beyond PySpark's own, the same way.
+$(SPARK_STAMP): tools/spark-libs/pom.xml pyproject.toml
+	rm -rf $(SPARK_LIBS)
+	mvn --batch-mode --quiet -f tools/spark-libs/pom.xml \
+	    -Dspark.version=$(SPARK_VERSION) dependency:copy-dependencies \
+	    -DoutputDirectory=$(SPARK_LIBS)
 	touch $@
 
 # The script returns at once for a tool whose cached build is complete.
