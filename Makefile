@@ -133,9 +133,10 @@ protocol-messages: kafka-libs
 	$(PYTHON) tools/protocol/extract_messages.py --libs $(KAFKA_LIBS) \
 	    --kafka-version $(KAFKA_VERSION)
 
-# A local cluster on 127.0.0.1: ZooKeeper, three brokers and a demo topic; Ctrl-C stops it.
+# The local story (tidelog_spark/demo.py): ZooKeeper and three brokers on 127.0.0.1, the
+# tick generator and the Spark pipeline, with a live table of the bars; Ctrl-C stops all.
 run: setup
-	$(BIN)/tidelog-local start
+	$(BIN)/tidelog-demo
 
 # The whole suite: the Go tools' tests, then pytest over tests/ and e2e/ (the kind
 # cluster last). The slowest tests' times close the report, to keep the suite's time

@@ -15,8 +15,9 @@ a run starts. When the group's offsets were reset, the old checkpoint and Parque
 are moved to ``<state-dir>/before-reset-<time>/`` and the bars are computed anew.
 
 The topics are created when missing (the bars topic with ``cleanup.policy=compact``).
-SIGTERM or Ctrl-C stops the query between batches. Under ``spark-submit`` the master is
-the one it was given; run with ``python``, it is ``--master`` (default ``local[*]``).
+SIGTERM or Ctrl-C stops the query once its running batch is done. Under
+``spark-submit`` the master is the one it was given; run with ``python``, it is
+``--master`` (default ``local[*]``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame
+from pyspark.sql.streaming import StreamingQuery
 
 from tidelog.admin import AdminClient
 
@@ -86,14 +88,13 @@ class BarSink:
             bars.unpersist()
 
 
-def ensure_topics(admin: AdminClient, args: argparse.Namespace) -> list[int]:
-    """Create the ticks and bars topics where missing; the partitions of the ticks."""
+def ensure_topics(admin: AdminClient, ticks: str, bars: str, partitions: int) -> list[int]:
+    """Create the ticks and bars topics where missing (replicated on up to 3 brokers,
+    the bars compacted); the partitions of the ticks."""
     replication = min(3, len(admin.live_brokers()))
-    admin.create_topic(args.ticks_topic, args.partitions, replication, exist_ok=True)
-    admin.create_topic(
-        args.bars_topic, args.partitions, replication, {"cleanup.policy": "compact"}, exist_ok=True
-    )
-    return admin.topic_partitions([args.ticks_topic])[args.ticks_topic]
+    admin.create_topic(ticks, partitions, replication, exist_ok=True)
+    admin.create_topic(bars, partitions, replication, {"cleanup.policy": "compact"}, exist_ok=True)
+    return admin.topic_partitions([ticks])[ticks]
 
 
 def set_aside(state: Path, paths: list[Path]) -> Path:
@@ -104,6 +105,15 @@ def set_aside(state: Path, paths: list[Path]) -> Path:
         if path.exists():
             path.replace(archive / path.name)
     return archive
+
+
+def stop_between_batches(query: StreamingQuery, timeout: float = 60) -> None:
+    """Stop ``query`` once its running micro-batch (if any) has finished: stopping
+    interrupts a batch midway, which the next run would then replay."""
+    deadline = time.monotonic() + timeout
+    while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    query.stop()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -131,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     parquet: Path = (args.parquet or state / "bars").resolve()
     checkpoint = state / "checkpoint"
     admin = AdminClient(args.bootstrap_server)
-    partitions = ensure_topics(admin, args)
+    partitions = ensure_topics(admin, args.ticks_topic, args.bars_topic, args.partitions)
     committed = admin.list_group_offsets(args.group)
     start = plan_start(args.ticks_topic, partitions, committed, checkpoint_query_id(checkpoint))
     if start.reset:
@@ -166,13 +176,14 @@ def run(args: argparse.Namespace) -> int:
         log.error("the query failed: %s", error)
         return 1
     finally:
-        query.stop()
+        stop_between_batches(query)
         spark.stop()
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # a line per callback otherwise
     return run(_parser().parse_args(argv))
 
 
