@@ -56,6 +56,7 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 BASE_IMAGE ?= python:3.11-slim-bookworm
 export TIDELOG_BROKER_IMAGE := tidelog-broker:$(VERSION)
 export TIDELOG_OPERATOR_IMAGE := tidelog-operator:$(VERSION)
+export TIDELOG_SPARK_IMAGE := tidelog-spark:$(VERSION)
 
 # kind's node image (tools/kind/node-image.sh): kindest/node for KUBERNETES_VERSION where a
 # registry serves it, else one built here from the binaries of k8s-tools.
@@ -115,13 +116,14 @@ k8s-tools:
 k8s-env: k8s-tools
 	@echo 'export PATH="$(TIDELOG_K8S_PATH):$$PATH"'
 
-# The broker and operator images: starts a Docker engine if none answers (Debian's
-# docker.io, as root), then builds broker-image/Dockerfile and operator/Dockerfile from
-# wheels made here.
+# The broker, operator and Spark images: starts a Docker engine if none answers (Debian's
+# docker.io, as root), then builds broker-image/Dockerfile, operator/Dockerfile and
+# spark/Dockerfile from wheels made here.
 images: setup
 	tools/images/build.sh PYTHON=$(BIN)/python ZOOKEEPER_LIBS=$(ZOOKEEPER_LIBS) \
 	    BASE_IMAGE=$(BASE_IMAGE) IMAGE=$(TIDELOG_BROKER_IMAGE) \
-	    OPERATOR_IMAGE=$(TIDELOG_OPERATOR_IMAGE)
+	    OPERATOR_IMAGE=$(TIDELOG_OPERATOR_IMAGE) SPARK_IMAGE=$(TIDELOG_SPARK_IMAGE) \
+	    SPARK_LIBS=$(SPARK_LIBS)
 
 kind-node-image: k8s-tools images
 	tools/kind/node-image.sh >/dev/null

@@ -4,8 +4,9 @@ One ZooKeeper serves both systems (a chroot per session). Single-broker sessions
 alternate A B B A (Kafka, tidelog, tidelog, Kafka) so that drift of the machine (page
 cache, thermal, other load) falls on both; only one system runs at a time and nothing is
 pinned. Each runs S1 (produce), S2 (consume), S3 (end-to-end latency), S6 (RSS), S9
-(consumer-group rebalance time) and S10 (offset commits); S4 (1,000 partitions) and S5
-(compaction) run once per system, in its first session. Then come the cluster sessions,
+(consumer-group rebalance time) and S10 (offset commits); S4 (1,000 partitions), S5
+(compaction) and S12 (the Spark pipeline: batch read, streaming, tick to bar;
+``bench/spark_job.py``) run once per system, in its first session. Then come the cluster sessions,
 alternating the same way: three brokers of one system run S7 (replicated produce: 6
 partitions, RF=3, acks=all and acks=1) and S8 (failover time after a kill -9 of a
 partition leader). Last, four brokers of each system run S11 (partition reassignment
@@ -45,6 +46,7 @@ import confluent_kafka
 import groupload
 import loadgen
 import reassignment
+import spark_job
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -56,6 +58,7 @@ from kafka_broker import KAFKA_HEAP, KafkaBroker, kafka_libs
 
 from tidelog.server.process import BrokerProcess
 from tidelog.zookeeper import ZooKeeperServer, find_java
+from tidelog_spark.ticks import synthetic_clock, tick_stream
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -119,6 +122,8 @@ class Scale:
     s10_seconds: float  # per commit mode and session
     s11_megabytes: int  # the topic S11 moves
     s11_throttle_mb: float  # the throttle of S11's second move, MB/s
+    s12_ticks: int  # read by Spark's batch source and by the streaming query
+    s12_latency_seconds: float  # of paced ticks for the tick-to-bar latency
     sessions: int
     cluster_sessions: int
 
@@ -142,6 +147,8 @@ FULL = Scale(
     s10_seconds=2,
     s11_megabytes=300,
     s11_throttle_mb=20,
+    s12_ticks=500_000,
+    s12_latency_seconds=60,
     sessions=4,
     cluster_sessions=2,
 )
@@ -164,6 +171,8 @@ QUICK = Scale(
     s10_seconds=0.5,
     s11_megabytes=20,
     s11_throttle_mb=5,
+    s12_ticks=20_000,
+    s12_latency_seconds=15,
     sessions=2,
     cluster_sessions=2,
 )
@@ -176,7 +185,8 @@ S9_PARTITIONS = 12
 S9_ASSIGNORS = ("range", "cooperative-sticky")  # librdkafka's eager default, incremental
 S10_PARTITIONS = 12  # offsets per commit
 S10_WINDOW = 16  # asynchronous commits in flight
-SCENARIOS = tuple(f"S{n}" for n in range(1, 12))
+S12_PARTITIONS = 6
+SCENARIOS = tuple(f"S{n}" for n in range(1, 13))
 CLUSTER_SCENARIOS = {"S7", "S8"}
 REASSIGNMENT_SCENARIOS = {"S11"}
 
@@ -572,6 +582,58 @@ def s5_compaction(session: Session, scale: Scale) -> None:
     )
 
 
+def s12_spark(session: Session, scale: Scale) -> None:
+    """The same Spark job (``bench/spark_job.py``) against either system: the ticks are
+    produced here, the job reads them in a process of its own."""
+    ticks = "s12-ticks"
+    for topic in (ticks, f"{ticks}-bars", f"{ticks}-live", f"{ticks}-live-bars"):
+        session.create_topic(topic, S12_PARTITIONS)
+    producer = confluent_kafka.Producer({"bootstrap.servers": session.bootstrap})
+    stream = tick_stream(synthetic_clock(1_764_000_000_000, 10), seed=12)
+    for _, tick in zip(range(scale.s12_ticks), stream, strict=False):
+        key, value = tick.record()
+        while True:
+            try:
+                producer.produce(ticks, value, key, timestamp=tick.time)
+                break
+            except BufferError:  # the local queue is full: let it drain
+                producer.poll(0.1)
+    producer.flush(60)
+    work = session.directory / "s12"
+    job = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "spark_job.py"),
+            *("--bootstrap", session.bootstrap, "--ticks", ticks, "--work", str(work)),
+            *("--count", str(scale.s12_ticks), "--latency-seconds", str(scale.s12_latency_seconds)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    if job.returncode != 0:
+        warn(session, "S12", {"exit": job.returncode, "stderr": job.stderr[-2000:]})
+        return
+    result = json.loads(job.stdout.strip().splitlines()[-1])
+    case = f"{scale.s12_ticks:,} ticks, local[2]"
+    session.record(
+        "S12",
+        case,
+        "spark",
+        "records read (batch)",
+        result["batch_records_per_s"],
+        "records/s",
+        samples=result["reads_s"],
+    )
+    session.record(
+        "S12", case, "spark", "records streamed", result["stream_records_per_s"], "records/s"
+    )
+    latency_case = f"{spark_job.LATENCY_RATE} ticks/s, {result['bars']} bar minutes"
+    for p, value in loadgen.percentiles(result["tick_to_bar_ms"], (50, 99)).items():
+        session.record("S12", latency_case, "spark", f"tick to bar {p}", value, "ms")
+
+
 def s7_replicated_produce(session: Session, scale: Scale) -> None:
     """Both tools at acks=all and acks=1 into 6-partition RF=3 topics; peak summed RSS."""
     count = scale.s7_megabytes * loadgen.MB // 1024
@@ -729,7 +791,7 @@ def stop_profile(spy: subprocess.Popen | None) -> None:
 def run_session(
     session: Session, scale: Scale, first: bool, profile: Path | None, scenarios: set[str]
 ) -> None:
-    """The chosen ``scenarios`` of S1-S6, S9, S10; S2 and S6 need S1's load, so either
+    """The chosen ``scenarios`` of S1-S6, S9, S10, S12; S2 and S6 need S1's load, so either
     brings S1 along."""
     print(f"== {session.system} session {session.number}", flush=True)
     with session:
@@ -746,6 +808,8 @@ def run_session(
             s4_partitions(session, scale)
         if first and "S5" in scenarios:
             s5_compaction(session, scale)
+        if first and "S12" in scenarios:
+            s12_spark(session, scale)
         if "S9" in scenarios:
             s9_rebalance(session, scale)
         if "S10" in scenarios:
@@ -772,6 +836,8 @@ HIGHER_IS_BETTER = (
     "achieved rate",
     "commits",
     "offsets committed",
+    "records read (batch)",
+    "records streamed",
 )
 
 

@@ -35,11 +35,11 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
-from tidelog.admin import AdminClient
+from tidelog.admin import AdminClient, AdminError
 
 from .bars import bar_records, bar_rows, one_minute_bars, parse_ticks
 from .offsets import OffsetCommitter, checkpoint_query_id, plan_start
-from .session import spark_session
+from .session import SparkSetupError, spark_session
 
 QUERY_NAME = "ohlc-1m"
 log = logging.getLogger("tidelog_spark.pipeline")
@@ -182,9 +182,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)  # a line per callback otherwise
-    return run(_parser().parse_args(argv))
+    try:
+        return run(args)
+    except (AdminError, OSError, SparkSetupError) as error:  # OSError: no broker answered
+        print(f"tidelog-bars: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ Spark's Kafka connector (``spark-sql-kafka-0-10`` and the few jars it needs beyo
 PySpark's own) is fetched from Maven Central by ``make spark-libs`` into
 ``<cache>/tidelog/spark-<version>/libs``, for the version of the installed PySpark, and
 put on the classpath here through ``spark.jars``: nothing is resolved at run time
-(no ``spark.jars.packages``). ``TIDELOG_SPARK_LIBS`` names another directory (the Spark
-image sets it).
+(no ``spark.jars.packages``). ``TIDELOG_SPARK_LIBS`` names another directory. The Spark
+image has the connector among Spark's own jars, where it needs no configuration.
 """
 
 from __future__ import annotations
@@ -35,14 +35,18 @@ class SparkSetupError(RuntimeError):
 
 def connector_libs(directory: str | os.PathLike[str] | None = None) -> list[Path]:
     """The jars of Spark's Kafka connector for the installed PySpark: in ``directory``,
-    else the one ``TIDELOG_SPARK_LIBS`` names, else the per-version cache."""
+    else the one ``TIDELOG_SPARK_LIBS`` names, else the per-version cache; none when
+    Spark's own jars hold the connector (the Spark image)."""
+    connector = CONNECTOR_JAR.format(version=pyspark.__version__)
+    if (Path(pyspark.__file__).parent / "jars" / connector).is_file():
+        return []
     value = directory or os.environ.get(LIBS_ENV_VAR)
     if value:
         libs = Path(value).expanduser()
     else:
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         libs = cache / "tidelog" / f"spark-{pyspark.__version__}" / "libs"
-    if not (libs / CONNECTOR_JAR.format(version=pyspark.__version__)).is_file():
+    if not (libs / connector).is_file():
         raise SparkSetupError(
             f"Spark's Kafka connector for PySpark {pyspark.__version__} is not in {libs}; "
             "run `make spark-libs` (needs Java 17 and Maven)"
@@ -58,8 +62,8 @@ def spark_session(
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
-    jars = ",".join(str(jar) for jar in connector_libs())
-    for key, value in {**DEFAULT_CONF, "spark.jars": jars, **(conf or {})}.items():
+    jars = {"spark.jars": ",".join(map(str, libs))} if (libs := connector_libs()) else {}
+    for key, value in {**DEFAULT_CONF, **jars, **(conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")

@@ -1,14 +1,20 @@
 """Where a pipeline run starts (:func:`plan_start`) and what its commits carry: pure
-logic over the group's committed offsets and the checkpoint's query id."""
+logic over the group's committed offsets and the checkpoint's query id; and the one line
+the pipeline prints when there is no broker to start from."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 from tidelog.admin.groups import OffsetAndMetadata, TopicPartition
+from tidelog.server.process import free_port
 from tidelog_spark.offsets import batch_end_offsets, checkpoint_query_id, commit_mark, plan_start
 
 QUERY = "6a1f0c1e-query"
+BARS = Path(sys.executable).with_name("tidelog-bars")
 
 
 def committed(offsets: dict[int, int], metadata: str) -> dict:
@@ -68,3 +74,15 @@ def test_the_query_id_of_a_checkpoint(tmp_path):
     assert checkpoint_query_id(tmp_path / "none") is None
     (tmp_path / "metadata").write_text(json.dumps({"id": QUERY}))
     assert checkpoint_query_id(tmp_path) == QUERY
+
+
+def test_the_pipeline_without_a_broker_says_so_in_one_line(tmp_path):
+    done = subprocess.run(
+        [BARS, "--bootstrap-server", f"127.0.0.1:{free_port()}", "--state-dir", tmp_path],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("tidelog-bars: no broker answered")
+    assert done.stderr.count("\n") == 1, done.stderr

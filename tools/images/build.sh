@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# `make images`: build the broker image (by default tidelog-broker:<version>, and :latest)
-# and the operator image (tidelog-operator:<version>, and :latest).
+# `make images`: build the broker image (by default tidelog-broker:<version>, and :latest),
+# the operator image (tidelog-operator:<version>, and :latest) and the Spark image
+# (tidelog-spark:<version>, and :latest).
 #
 #   tools/images/build.sh [NAME=VALUE ...]
 #
 # Steps: a Docker engine (dockerd.sh) → the base image (base-image.sh) → a staging
 # directory with the wheels of tidelog[broker], ZooKeeper's jars and broker-image/docker/
 # → docker build -f broker-image/Dockerfile <staging>; then a staging directory with the
-# wheels of tidelog[operator] → docker build -f operator/Dockerfile. A second run with
+# wheels of tidelog[operator] → docker build -f operator/Dockerfile; then one with the
+# wheels of tidelog[spark] and the Spark connector's jars → docker build -f
+# spark/Dockerfile. A second run with
 # nothing changed reuses Docker's layer cache and takes seconds.
 #
 # Settings, from the environment or as NAME=VALUE arguments:
@@ -19,7 +22,10 @@
 #                   it cannot be pulled (base-image.sh)
 #   IMAGE           the tag, default tidelog-broker:<version>; :latest is tagged beside it
 #   OPERATOR_IMAGE  the operator's tag, default tidelog-operator:<version>, and :latest
-#   STAGING         default build/images/broker (the operator's: build/images/operator)
+#   SPARK_IMAGE     the Spark image's tag, default tidelog-spark:<version>, and :latest
+#   SPARK_LIBS      the Kafka connector's jars for the venv's PySpark (default
+#                   ${XDG_CACHE_HOME:-~/.cache}/tidelog/spark-<version>/libs, `make spark-libs`)
+#   STAGING         default build/images/broker (the others: build/images/operator, .../spark)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -42,6 +48,13 @@ tag="${IMAGE:-tidelog-broker:$version}"
 latest="${tag%:*}:latest"
 operator_tag="${OPERATOR_IMAGE:-tidelog-operator:$version}"
 operator_staging="$(dirname "$staging")/operator"
+spark_tag="${SPARK_IMAGE:-tidelog-spark:$version}"
+spark_staging="$(dirname "$staging")/spark"
+spark_version=$("$python" -c 'import pyspark; print(pyspark.__version__)') ||
+    die "PySpark is not installed in $python's venv (run \`make setup\`)"
+spark_libs="${SPARK_LIBS:-$cache_dir/spark-$spark_version/libs}"
+compgen -G "$spark_libs/spark-sql-kafka-0-10_*-$spark_version.jar" >/dev/null ||
+    die "Spark's Kafka connector is not in $spark_libs; run \`make spark-libs\`"
 
 zookeeper_libs="${ZOOKEEPER_LIBS:-}"
 if [ -z "$zookeeper_libs" ]; then
@@ -76,7 +89,7 @@ mkdir -p "$staging/wheels/deps" "$staging/wheels/tidelog" "$staging/zookeeper/li
 # What the wheel is made of, copied, so that setuptools' build/ never leaks stale files
 # into it. A fixed timestamp makes an unchanged tree give a byte-identical wheel.
 tar -C "$repo" --exclude=__pycache__ --exclude='*.pyc' -c \
-    pyproject.toml README.md broker-image/tidelog operator/tidelog_operator |
+    pyproject.toml README.md broker-image/tidelog operator/tidelog_operator spark/tidelog_spark |
     tar -C "$source_copy" -x
 wheels_of() {  # extra, staging directory
     SOURCE_DATE_EPOCH=315532800 "$python" -m pip wheel --quiet --disable-pip-version-check \
@@ -85,13 +98,17 @@ wheels_of() {  # extra, staging directory
     mkdir -p "$2/wheels/tidelog"
     mv "$2"/wheels/deps/tidelog-*.whl "$2/wheels/tidelog/"
 }
-rm -rf "$operator_staging"
+rm -rf "$operator_staging" "$spark_staging"
 wheels_of broker "$staging"
 wheels_of operator "$operator_staging"
+wheels_of spark "$spark_staging"
 rm -rf "$source_copy"
 cp -p "$zookeeper_libs"/*.jar "$staging/zookeeper/libs/"
 cp -p broker-image/docker/entrypoint.sh broker-image/docker/server.properties "$staging/docker/"
 chmod 0755 "$staging/docker/entrypoint.sh"
+mkdir -p "$spark_staging/spark-libs" "$spark_staging/docker"
+cp -p "$spark_libs"/*.jar "$spark_staging/spark-libs/"
+install -m 0755 spark/docker/entrypoint.sh "$spark_staging/docker/entrypoint.sh"
 wheels=("$staging"/wheels/*/*.whl)
 jars=("$staging"/zookeeper/libs/*.jar)
 say "staged ${#wheels[@]} wheels and ${#jars[@]} jars in $staging ($(since "$step"))"
@@ -121,4 +138,17 @@ fi
 size=$(docker image inspect --format '{{.Size}}' "$operator_tag" |
     awk '{ printf "%.0f MB", $1 / 1000000 }')
 say "built $operator_tag, $size ($(since "$step"))"
+
+step=$(now)
+log="$build_dir/docker-build-spark.log"
+say "docker build $spark_tag (log $log)"
+if ! docker build --file spark/Dockerfile \
+    --build-arg BASE_IMAGE="$base" --build-arg TIDELOG_VERSION="$version" \
+    --tag "$spark_tag" --tag "${spark_tag%:*}:latest" "$spark_staging" >"$log" 2>&1; then
+    tail -n 25 "$log" >&2
+    die "docker build of the Spark image failed; see $log"
+fi
+size=$(docker image inspect --format '{{.Size}}' "$spark_tag" |
+    awk '{ printf "%.0f MB", $1 / 1000000 }')
+say "built $spark_tag, $size ($(since "$step"))"
 say "done ($(since "$total_started"))"
