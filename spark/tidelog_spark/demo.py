@@ -26,8 +26,7 @@ from pathlib import Path
 from kafka import KafkaConsumer
 
 from tidelog.admin import AdminClient
-
-from .pipeline import ensure_topics
+from tidelog_spark.pipeline import ensure_topics
 
 TICKS, BARS, GROUP = "ticks", "ohlc-1m", "tidelog-bars"
 BIN = Path(sys.executable).parent

@@ -36,10 +36,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
 from tidelog.admin import AdminClient, AdminError
-
-from .bars import bar_records, bar_rows, one_minute_bars, parse_ticks
-from .offsets import OffsetCommitter, checkpoint_query_id, plan_start
-from .session import SparkSetupError, spark_session
+from tidelog_spark.bars import bar_records, bar_rows, one_minute_bars, parse_ticks
+from tidelog_spark.offsets import OffsetCommitter, checkpoint_query_id, plan_start
+from tidelog_spark.session import SparkSetupError, spark_session
 
 QUERY_NAME = "ohlc-1m"
 log = logging.getLogger("tidelog_spark.pipeline")
