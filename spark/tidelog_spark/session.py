@@ -33,12 +33,18 @@ class SparkSetupError(RuntimeError):
     """The Kafka connector's jars are missing: the message says how to get them."""
 
 
+def _spark_home() -> Path:
+    """Spark's home: ``SPARK_HOME`` (spark-submit's, the image's), else the installed
+    PySpark package, which is a Spark distribution."""
+    return Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent)
+
+
 def connector_libs(directory: str | os.PathLike[str] | None = None) -> list[Path]:
     """The jars of Spark's Kafka connector for the installed PySpark: in ``directory``,
     else the one ``TIDELOG_SPARK_LIBS`` names, else the per-version cache; none when
     Spark's own jars hold the connector (the Spark image)."""
     connector = CONNECTOR_JAR.format(version=pyspark.__version__)
-    if (Path(pyspark.__file__).parent / "jars" / connector).is_file():
+    if (_spark_home() / "jars" / connector).is_file():
         return []
     value = directory or os.environ.get(LIBS_ENV_VAR)
     if value:
