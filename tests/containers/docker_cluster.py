@@ -36,14 +36,19 @@ def docker(*args: str, check: bool = True, timeout: float = 120) -> str:
     return result.stdout.strip()
 
 
-def broker_image() -> str:
-    """The image ``make images`` built (the Makefile names it); an error, never a skip."""
-    image = os.environ.get(IMAGE_ENV_VAR)
+def local_image(env_var: str) -> str:
+    """The image ``make images`` built, named by the Makefile in ``env_var``; an error,
+    never a skip."""
+    image = os.environ.get(env_var)
     if not image:
-        raise RuntimeError(f"${IMAGE_ENV_VAR} is unset: run the tests through `make test`")
+        raise RuntimeError(f"${env_var} is unset: run the tests through `make test`")
     if subprocess.run(["docker", "image", "inspect", image], capture_output=True).returncode:
         raise RuntimeError(f"image {image} not found: run `make images`")
     return image
+
+
+def broker_image() -> str:
+    return local_image(IMAGE_ENV_VAR)
 
 
 def config_environment(config: Mapping[str, str]) -> list[str]:

@@ -5,20 +5,18 @@ non-root user; and the executor role says which of Spark's variables it lacks.""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from containers.docker_cluster import DockerCluster, broker_image, docker
+from containers.docker_cluster import DockerCluster, broker_image, docker, local_image
 from integration.cluster import wait_until
 from tidelog.admin import AdminClient
 
 pytestmark = pytest.mark.timeout(300)
 
-IMAGE_ENV_VAR = "TIDELOG_SPARK_IMAGE"
 COUNT = 400
 
 # A driver program: what the Kafka source reads, from inside the image.
@@ -39,12 +37,7 @@ spark.stop()
 
 
 def spark_image() -> str:
-    image = os.environ.get(IMAGE_ENV_VAR)
-    if not image:
-        raise RuntimeError(f"${IMAGE_ENV_VAR} is unset: run the tests through `make test`")
-    if subprocess.run(["docker", "image", "inspect", image], capture_output=True).returncode:
-        raise RuntimeError(f"image {image} not found: run `make images`")
-    return image
+    return local_image("TIDELOG_SPARK_IMAGE")
 
 
 @pytest.fixture(scope="module")

@@ -45,7 +45,6 @@ total_started=$(now)
 [ -x "$python" ] || die "no python at $python (run \`make setup\`, or set PYTHON)"
 version=$("$python" -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
 tag="${IMAGE:-tidelog-broker:$version}"
-latest="${tag%:*}:latest"
 operator_tag="${OPERATOR_IMAGE:-tidelog-operator:$version}"
 operator_staging="$(dirname "$staging")/operator"
 spark_tag="${SPARK_IMAGE:-tidelog-spark:$version}"
@@ -113,42 +112,23 @@ wheels=("$staging"/wheels/*/*.whl)
 jars=("$staging"/zookeeper/libs/*.jar)
 say "staged ${#wheels[@]} wheels and ${#jars[@]} jars in $staging ($(since "$step"))"
 
-step=$(now)
-log="$build_dir/docker-build.log"
-say "docker build $tag (log $log)"
-if ! docker build --file broker-image/Dockerfile \
-    --build-arg BASE_IMAGE="$base" --build-arg TIDELOG_VERSION="$version" \
-    --tag "$tag" --tag "$latest" "$staging" >"$log" 2>&1; then
-    tail -n 25 "$log" >&2
-    die "docker build failed; see $log"
-fi
-size=$(docker image inspect --format '{{.Size}}' "$tag" |
-    awk '{ printf "%.0f MB", $1 / 1000000 }')
-say "built $tag and $latest, $size ($(since "$step"))"
-
-step=$(now)
-log="$build_dir/docker-build-operator.log"
-say "docker build $operator_tag (log $log)"
-if ! docker build --file operator/Dockerfile \
-    --build-arg BASE_IMAGE="$base" --build-arg TIDELOG_VERSION="$version" \
-    --tag "$operator_tag" --tag "${operator_tag%:*}:latest" "$operator_staging" >"$log" 2>&1; then
-    tail -n 25 "$log" >&2
-    die "docker build of the operator failed; see $log"
-fi
-size=$(docker image inspect --format '{{.Size}}' "$operator_tag" |
-    awk '{ printf "%.0f MB", $1 / 1000000 }')
-say "built $operator_tag, $size ($(since "$step"))"
-
-step=$(now)
-log="$build_dir/docker-build-spark.log"
-say "docker build $spark_tag (log $log)"
-if ! docker build --file spark/Dockerfile \
-    --build-arg BASE_IMAGE="$base" --build-arg TIDELOG_VERSION="$version" \
-    --tag "$spark_tag" --tag "${spark_tag%:*}:latest" "$spark_staging" >"$log" 2>&1; then
-    tail -n 25 "$log" >&2
-    die "docker build of the Spark image failed; see $log"
-fi
-size=$(docker image inspect --format '{{.Size}}' "$spark_tag" |
-    awk '{ printf "%.0f MB", $1 / 1000000 }')
-say "built $spark_tag, $size ($(since "$step"))"
+# docker build DOCKERFILE into TAG and TAG's :latest from STAGING, logging to LOG.
+build_image() {  # dockerfile tag staging log
+    local started
+    started=$(now)
+    say "docker build $2 (log $4)"
+    if ! docker build --file "$1" \
+        --build-arg BASE_IMAGE="$base" --build-arg TIDELOG_VERSION="$version" \
+        --tag "$2" --tag "${2%:*}:latest" "$3" >"$4" 2>&1; then
+        tail -n 25 "$4" >&2
+        die "docker build of $2 failed; see $4"
+    fi
+    size=$(docker image inspect --format '{{.Size}}' "$2" |
+        awk '{ printf "%.0f MB", $1 / 1000000 }')
+    say "built $2 and ${2%:*}:latest, $size ($(since "$started"))"
+}
+build_image broker-image/Dockerfile "$tag" "$staging" "$build_dir/docker-build.log"
+build_image operator/Dockerfile "$operator_tag" "$operator_staging" \
+    "$build_dir/docker-build-operator.log"
+build_image spark/Dockerfile "$spark_tag" "$spark_staging" "$build_dir/docker-build-spark.log"
 say "done ($(since "$total_started"))"
