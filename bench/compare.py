@@ -589,7 +589,9 @@ def s12_spark(session: Session, scale: Scale) -> None:
     for topic in (ticks, f"{ticks}-bars", f"{ticks}-live", f"{ticks}-live-bars"):
         session.create_topic(topic, S12_PARTITIONS)
     producer = confluent_kafka.Producer({"bootstrap.servers": session.bootstrap})
-    stream = tick_stream(synthetic_clock(1_764_000_000_000, 10), seed=12)
+    # event times of the last hour: within both systems' retention of 7 days
+    start_ms = (time.time_ns() // 60_000_000_000 - 60) * 60_000
+    stream = tick_stream(synthetic_clock(start_ms, 10), seed=12)
     for _, tick in zip(range(scale.s12_ticks), stream, strict=False):
         key, value = tick.record()
         while True:
@@ -613,7 +615,10 @@ def s12_spark(session: Session, scale: Scale) -> None:
         check=False,
     )
     if job.returncode != 0:
-        warn(session, "S12", {"exit": job.returncode, "stderr": job.stderr[-2000:]})
+        log = RESULTS / f"s12-{session.system}-{session.number}.log"
+        log.write_text(job.stderr)
+        errors = [line for line in job.stderr.splitlines() if "Exception" in line]
+        warn(session, "S12", {"exit": job.returncode, "first error": errors[:1], "log": str(log)})
         return
     result = json.loads(job.stdout.strip().splitlines()[-1])
     case = f"{scale.s12_ticks:,} ticks, local[2]"

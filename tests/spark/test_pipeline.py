@@ -24,7 +24,9 @@ from tidelog_spark.bars import BAR_COLUMNS, MINUTE_FORMAT
 from tidelog_spark.ticks import Tick, synthetic_clock, tick_stream
 
 BIN = Path(sys.executable).parent
-START_MS = 1_764_000_000_000  # a minute boundary
+# A minute boundary an hour ago: event times well within the topics' retention (7 days
+# of record timestamps), which would otherwise delete the ticks under the test.
+START_MS = (time.time_ns() // 60_000_000_000 - 60) * 60_000
 SPACING_MS = 250
 COUNT = 1200  # five minutes of event time
 WATERMARK_MS = 10_000
