@@ -5,6 +5,7 @@ middle of one, the replica ends up in the target dir only, holding the leader's 
 
 from __future__ import annotations
 
+import json
 import shutil
 import uuid
 from pathlib import Path
@@ -130,7 +131,10 @@ def test_a_dir_removed_after_draining_leaves_the_other_dynamic_configs_in_force(
     """A drained dir is then taken out of log.dirs and the broker restarted (what a disk
     removal does): the ``log.dirs.draining`` entry that names it is stale. The broker
     drops it with a warning and keeps its other dynamic configs; before, the entry failed
-    validation and the broker ignored every dynamic config it had."""
+    validation and the broker ignored every dynamic config it had. The next change of
+    its configs is accepted and takes the entry out of ZooKeeper; before, the entry
+    failed that change (the e2e scale-up after a disk removal could not set its
+    throttle)."""
     with Cluster(tmp_path, zk_chroot, size=1, overrides=OVERRIDES) as cluster:
         broker = cluster.brokers[1]
         removed, staying = broker.log_dirs
@@ -144,6 +148,12 @@ def test_a_dir_removed_after_draining_leaves_the_other_dynamic_configs_in_force(
         assert broker_config(cluster, THROTTLE_RATE) == (rate, DYNAMIC_BROKER_CONFIG)
         assert broker_config(cluster, "log.dirs.draining") == ("", DYNAMIC_BROKER_CONFIG)
         assert f"log.dirs.draining: ['{removed}'] not among log.dirs any more" in broker.log()
+        # another change (the operator's throttle of a scale-up) is accepted, and the
+        # stale entry goes from ZooKeeper with it; the dir cannot be set again
+        faster = str(2 * int(rate))
+        assert alter_broker(cluster, {THROTTLE_RATE: faster}) == ErrorCode.NONE
+        stored = json.loads(cluster.zk.get("/config/brokers/1")[0])["config"]
+        assert stored == {THROTTLE_RATE: faster, "log.dirs.draining": ""}
         assert set_draining(cluster, str(removed)) == ErrorCode.INVALID_REQUEST
 
 
@@ -153,7 +163,11 @@ DYNAMIC_BROKER_CONFIG = 2  # DescribeConfigs' config_source
 
 def set_draining(cluster: Cluster, value: str, others: dict[str, str] | None = None) -> int:
     """IncrementalAlterConfigs (SET) of broker 1's ``log.dirs.draining``, and ``others``."""
-    changes = {"log.dirs.draining": value, **(others or {})}
+    return alter_broker(cluster, {"log.dirs.draining": value, **(others or {})})
+
+
+def alter_broker(cluster: Cluster, changes: dict[str, str]) -> int:
+    """IncrementalAlterConfigs (SET) of broker 1's ``changes``; the error code."""
     body = {
         "resources": [
             {

@@ -471,6 +471,7 @@ async def _stored_broker_config(broker) -> BrokerConfig:
     """The broker's configuration with the dynamic configs now in ZooKeeper (what it is
     about to apply, if the change notification is still on its way)."""
     cluster, mine = await _zk(broker.zk.broker_configs, broker.broker_id)
+    mine, _ = broker.config.without_stale_draining(mine)  # as the broker applies them
     try:
         return broker.config.with_dynamic(cluster, mine)
     except ConfigError as error:
@@ -641,6 +642,9 @@ async def _alter_broker(broker, name: str, plan: Planner, validate_only: bool) -
     broker_id = _broker_id(broker, name, empty_allowed=True, expectation="")
     per_broker = broker_id is not None
     cluster, mine = await _zk(broker.zk.broker_configs, broker.broker_id)
+    # A draining entry of a dir this broker no longer has (the broker ignores it) goes
+    # with the next change: left in, it would fail the validation of every change.
+    mine, _ = broker.config.without_stale_draining(mine)
     new = plan(BROKER, mine if per_broker else cluster)
     problem = _check_broker_keys(new, per_broker)
     if problem is None:
