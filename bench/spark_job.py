@@ -29,8 +29,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
 
-from tidelog_spark.bars import one_minute_bars, parse_ticks
-from tidelog_spark.pipeline import BarSink
+from tidelog_spark.pipeline import start_bars_query
 from tidelog_spark.session import spark_session
 from tidelog_spark.ticks import synthetic_clock, tick_stream
 
@@ -52,28 +51,24 @@ def timed_read(spark, bootstrap: str, topic: str) -> tuple[int, float]:
     return count, time.perf_counter() - start
 
 
-def bars_query(spark, bootstrap: str, ticks: str, bars: str, work: Path, trigger: dict):
-    records = (
-        spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", ticks)
-        .option("startingOffsets", "earliest")
-        .load()
-    )
-    return (
-        one_minute_bars(parse_ticks(records), WATERMARK)
-        .writeStream.outputMode("append")
-        .option("checkpointLocation", str(work / "checkpoint"))
-        .trigger(**trigger)
-        .foreachBatch(BarSink(bootstrap, bars, work / "bars"))
-        .start()
+def bars_query(spark, bootstrap: str, ticks: str, work: Path, trigger: dict):
+    """The pipeline's own query over ``ticks`` from the earliest offsets."""
+    return start_bars_query(
+        spark,
+        bootstrap,
+        (ticks, f"{ticks}-bars"),
+        (work / "checkpoint", work / "bars"),
+        starting_offsets="earliest",
+        watermark=WATERMARK,
+        trigger=trigger,
+        name=f"s12-{ticks}",
     )
 
 
 def streamed(spark, bootstrap: str, ticks: str, work: Path) -> tuple[int, float]:
     """Ticks through the pipeline's query with ``availableNow``: (rows, seconds)."""
     start = time.perf_counter()
-    query = bars_query(spark, bootstrap, ticks, f"{ticks}-bars", work, {"availableNow": True})
+    query = bars_query(spark, bootstrap, ticks, work, {"availableNow": True})
     query.awaitTermination()
     seconds = time.perf_counter() - start
     return sum(p["numInputRows"] for p in query.recentProgress), seconds
@@ -85,7 +80,7 @@ def tick_to_bar(spark, bootstrap: str, ticks: str, work: Path, seconds: float) -
     start_ms = (time.time_ns() // 60_000_000_000 + 1) * 60_000  # a minute boundary
     stream = tick_stream(synthetic_clock(start_ms, LATENCY_SPACING_MS), seed=12)
     sent_at: list[tuple[int, float]] = []  # (event time, when produced)
-    query = bars_query(spark, bootstrap, ticks, bars, work, {"processingTime": "1 second"})
+    query = bars_query(spark, bootstrap, ticks, work, {"processingTime": "1 second"})
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,

@@ -26,8 +26,9 @@ from pathlib import Path
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-from tidelog.admin import AdminClient
+from tidelog.admin import AdminClient, AdminError
 from tidelog.admin.groups import OffsetAndMetadata, TopicPartition
+from tidelog.protocol.errors import ProtocolError
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ class OffsetCommitter(StreamingQueryListener):
             self._admin.alter_group_offsets(
                 self._group, {tp: OffsetAndMetadata(o, metadata=mark) for tp, o in ends.items()}
             )
-        except Exception as error:  # the broker's answer or a lost connection
+        except (AdminError, OSError, ProtocolError) as error:
             log.warning("committing offsets to group %s failed: %s", self._group, error)
             return
         self._committed = ends

@@ -87,6 +87,40 @@ class BarSink:
             bars.unpersist()
 
 
+def start_bars_query(
+    spark,
+    bootstrap: str,
+    topics: tuple[str, str],
+    state: tuple[Path, Path],
+    *,
+    starting_offsets: str,
+    watermark: str,
+    trigger: dict,
+    name: str = QUERY_NAME,
+) -> StreamingQuery:
+    """Start the pipeline's query: the ticks of ``topics[0]`` as one-minute bars into
+    ``topics[1]`` and Parquet, with the checkpoint and Parquet directories ``state``;
+    ``trigger`` as ``DataStreamWriter.trigger`` takes it."""
+    ticks, bars = topics
+    checkpoint, parquet = state
+    records = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", ticks)
+        .option("startingOffsets", starting_offsets)
+        .load()
+    )
+    return (
+        one_minute_bars(parse_ticks(records), watermark)
+        .writeStream.queryName(name)
+        .outputMode("append")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(**trigger)
+        .foreachBatch(BarSink(bootstrap, bars, parquet))
+        .start()
+    )
+
+
 def ensure_topics(admin: AdminClient, ticks: str, bars: str, partitions: int) -> list[int]:
     """Create the ticks and bars topics where missing (replicated on up to 3 brokers,
     the bars compacted); the partitions of the ticks."""
@@ -149,21 +183,14 @@ def run(args: argparse.Namespace) -> int:
     log.info("starting from %s", "the checkpoint" if start.resume else start.starting_offsets)
     spark = spark_session("tidelog-bars", _master(args))
     spark.streams.addListener(OffsetCommitter(args.bootstrap_server, args.group, QUERY_NAME))
-    records = (
-        spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", args.bootstrap_server)
-        .option("subscribe", args.ticks_topic)
-        .option("startingOffsets", start.starting_offsets)
-        .load()
-    )
-    query = (
-        one_minute_bars(parse_ticks(records), args.watermark)
-        .writeStream.queryName(QUERY_NAME)
-        .outputMode("append")
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(processingTime=args.trigger)
-        .foreachBatch(BarSink(args.bootstrap_server, args.bars_topic, parquet))
-        .start()
+    query = start_bars_query(
+        spark,
+        args.bootstrap_server,
+        (args.ticks_topic, args.bars_topic),
+        (checkpoint, parquet),
+        starting_offsets=start.starting_offsets,
+        watermark=args.watermark,
+        trigger={"processingTime": args.trigger},
     )
     stopping: list[int] = []
     for signum in (signal.SIGTERM, signal.SIGINT):
