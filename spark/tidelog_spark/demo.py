@@ -156,7 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     directory = args.dir.resolve()
     directory.mkdir(parents=True, exist_ok=True)
     parts = Parts(directory)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop as on Ctrl-C
+    # Ctrl-C and SIGTERM stop everything, even where SIGINT came in ignored (a shell
+    # starts background jobs so)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.default_int_handler)
     try:
         parts.start(
             "cluster",
