@@ -5,6 +5,8 @@
 #                    (the submitter ran it in cluster mode), bound to the pod's address
 #   executor         what an executor pod runs: Spark's Kubernetes executor backend, told
 #                    where its driver is by the SPARK_* variables the driver sets on it
+#   submit ARGS...   spark-submit as it is (what the operator's submitter Job runs:
+#                    --master k8s://... --deploy-mode cluster)
 #   COMMAND ...      run as it is (tidelog-bars, tidelog-ticks, python, bash, ...)
 set -euo pipefail
 
@@ -27,6 +29,10 @@ driver)
     exec "$SPARK_HOME/bin/spark-submit" --deploy-mode client \
         --conf "spark.driver.bindAddress=${SPARK_DRIVER_BIND_ADDRESS:-0.0.0.0}" "$@"
     ;;
+submit)
+    shift
+    exec "$SPARK_HOME/bin/spark-submit" "$@"
+    ;;
 executor)
     shift
     require SPARK_DRIVER_URL SPARK_EXECUTOR_ID SPARK_EXECUTOR_CORES SPARK_EXECUTOR_MEMORY \
@@ -46,7 +52,7 @@ executor)
         --podName "$SPARK_EXECUTOR_POD_NAME"
     ;;
 "")
-    echo "usage: driver SPARK-SUBMIT-ARGS... | executor | COMMAND..." >&2
+    echo "usage: driver SPARK-SUBMIT-ARGS... | executor | submit SPARK-SUBMIT-ARGS... | COMMAND..." >&2
     exit 2
     ;;
 *)

@@ -18,6 +18,10 @@ The topics are created when missing (the bars topic with ``cleanup.policy=compac
 SIGTERM or Ctrl-C stops the query once its running batch is done. Under
 ``spark-submit`` the master is the one it was given; run with ``python``, it is
 ``--master`` (default ``local[*]``).
+
+On Kubernetes the operator runs it as the application of a ConsumerGroup and passes the
+defaults of the first three options in the environment: ``TIDELOG_BOOTSTRAP_SERVERS``,
+``TIDELOG_STATE_DIR`` (the checkpoint volume) and ``TIDELOG_GROUP_ID``.
 """
 
 from __future__ import annotations
@@ -151,9 +155,14 @@ def stop_between_batches(query: StreamingQuery, timeout: float = 60) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tidelog-bars", description=__doc__.splitlines()[0])
-    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,...]")
-    parser.add_argument("--state-dir", required=True, type=Path)
-    parser.add_argument("--group", default="tidelog-bars")
+    bootstrap, state = (
+        os.environ.get(v) for v in ("TIDELOG_BOOTSTRAP_SERVERS", "TIDELOG_STATE_DIR")
+    )
+    parser.add_argument(
+        "--bootstrap-server", required=not bootstrap, default=bootstrap, metavar="HOST:PORT[,...]"
+    )
+    parser.add_argument("--state-dir", required=not state, default=state, type=Path)
+    parser.add_argument("--group", default=os.environ.get("TIDELOG_GROUP_ID", "tidelog-bars"))
     parser.add_argument("--ticks-topic", default="ticks")
     parser.add_argument("--bars-topic", default="ohlc-1m")
     parser.add_argument("--partitions", type=int, default=6, help="of topics created here")
@@ -209,7 +218,9 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     logging.getLogger("py4j").setLevel(logging.WARNING)  # a line per callback otherwise
     try:
         return run(args)
