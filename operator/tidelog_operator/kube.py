@@ -21,7 +21,15 @@ from kubernetes.client.exceptions import ApiException
 
 from tidelog_operator.names import GROUP, VERSION
 
-__all__ = ["FIELD_MANAGER", "api", "apply", "delete", "patch_status", "remove_annotation"]
+__all__ = [
+    "FIELD_MANAGER",
+    "api",
+    "apply",
+    "delete",
+    "found",
+    "patch_status",
+    "remove_annotation",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +42,12 @@ _RESOURCES = {
     ("v1", "Service"): ("/api/v1", "services", True),
     ("v1", "Pod"): ("/api/v1", "pods", True),
     ("v1", "ServiceAccount"): ("/api/v1", "serviceaccounts", True),
+    ("batch/v1", "Job"): ("/apis/batch/v1", "jobs", True),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): (
+        "/apis/rbac.authorization.k8s.io/v1",
+        "rolebindings",
+        True,
+    ),
     ("v1", "PersistentVolume"): ("/api/v1", "persistentvolumes", False),
     ("v1", "PersistentVolumeClaim"): ("/api/v1", "persistentvolumeclaims", True),
     ("apps/v1", "StatefulSet"): ("/apis/apps/v1", "statefulsets", True),
@@ -82,6 +96,17 @@ def apply(api: client.ApiClient, obj: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+def found(read: Callable[..., Any], *args: Any) -> Any | None:
+    """What ``read(*args)`` (a read of the kubernetes client) returns; None when the
+    object is not there."""
+    try:
+        return read(*args)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
 def delete(
     api: client.ApiClient,
     api_version: str,
@@ -89,11 +114,12 @@ def delete(
     name: str,
     namespace: str | None,
     *,
-    orphan: bool = False,
+    propagation: str | None = None,
 ) -> bool:
-    """Delete an object; False when it was gone already. ``orphan`` leaves its dependents
-    (a StatefulSet's pods) running, their owner reference removed."""
-    body = {"propagationPolicy": "Orphan"} if orphan else None
+    """Delete an object; False when it was gone already. ``propagation`` "Orphan" leaves
+    its dependents (a StatefulSet's pods) running, their owner reference removed;
+    "Background" deletes them after it (a Job's pods, which the API orphans otherwise)."""
+    body = {"propagationPolicy": propagation} if propagation else None
     try:
         api.call_api(
             _path(api_version, kind, name, namespace),

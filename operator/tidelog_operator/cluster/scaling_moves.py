@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from tidelog.admin import AdminClient
 from tidelog.admin.groups import TopicPartition
@@ -42,7 +41,7 @@ from tidelog.admin.planner import (
 )
 from tidelog.admin.topics import ElectionType
 from tidelog.cli.reassignment_file import throttled_replicas
-from tidelog_operator import names
+from tidelog_operator import kube, names
 from tidelog_operator.cluster.balance import election_due, replicas_of, spread
 from tidelog_operator.cluster.scaling import ScaleDecision, ScaleObservation, decide_scale
 from tidelog_operator.spec import ClusterSpec
@@ -112,15 +111,12 @@ class ScaleStep:
 
 def statefulset_replicas(api: client.ApiClient, spec: ClusterSpec) -> int | None:
     """The brokers' StatefulSet's replicas; None while it does not exist."""
-    try:
-        statefulset = client.AppsV1Api(api).read_namespaced_stateful_set(
-            names.brokers_statefulset(spec.name), spec.namespace
-        )
-    except ApiException as error:
-        if error.status == 404:
-            return None
-        raise
-    return statefulset.spec.replicas
+    statefulset = kube.found(
+        client.AppsV1Api(api).read_namespaced_stateful_set,
+        names.brokers_statefulset(spec.name),
+        spec.namespace,
+    )
+    return None if statefulset is None else statefulset.spec.replicas
 
 
 def scale_once(

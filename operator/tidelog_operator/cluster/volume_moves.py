@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from tidelog.admin import AdminClient
 from tidelog_operator import kube, names
@@ -83,23 +82,13 @@ def _as_volume(name: str, claim: client.V1PersistentVolumeClaimSpec) -> Volume |
 def _live_statefulset(
     api: client.ApiClient, name: str, namespace: str
 ) -> client.V1StatefulSet | None:
-    try:
-        return client.AppsV1Api(api).read_namespaced_stateful_set(name, namespace)
-    except ApiException as error:
-        if error.status == 404:
-            return None
-        raise
+    return kube.found(client.AppsV1Api(api).read_namespaced_stateful_set, name, namespace)
 
 
 def _claim(
     core: client.CoreV1Api, name: str, namespace: str
 ) -> client.V1PersistentVolumeClaim | None:
-    try:
-        return core.read_namespaced_persistent_volume_claim(name, namespace)
-    except ApiException as error:
-        if error.status == 404:
-            return None
-        raise
+    return kube.found(core.read_namespaced_persistent_volume_claim, name, namespace)
 
 
 def _broker_pods(api: client.ApiClient, spec: ClusterSpec) -> list[client.V1Pod]:
@@ -179,7 +168,9 @@ def apply_statefulset(api: client.ApiClient, statefulset: dict[str, Any]) -> boo
         claims = sorted(t.metadata.name for t in live.spec.volume_claim_templates or [])
         wanted = sorted(t["metadata"]["name"] for t in statefulset["spec"]["volumeClaimTemplates"])
         if claims != wanted:
-            kube.delete(api, "apps/v1", "StatefulSet", meta["name"], meta["namespace"], orphan=True)
+            kube.delete(
+                api, "apps/v1", "StatefulSet", meta["name"], meta["namespace"], propagation="Orphan"
+            )
             return False
     kube.apply(api, statefulset)
     return True
