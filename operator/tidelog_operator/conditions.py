@@ -32,7 +32,12 @@ ConsumerGroup:
 * ``Ready``: the group's state and lag are known (``Observed``), or not
   (``ClusterNotFound``, ``GroupUnreachable``).
 * ``ResetPending``: a reset waits for the group to have no members
-  (``WaitingForMembersToLeave``); False with ``Applied`` once done.
+  (``WaitingForMembersToLeave``) or for its Spark application to stop
+  (``WaitingForApplicationToStop``); False with ``Applied`` once done.
+
+  Events of a Spark application (``consumer_group/application.py``):
+  ``ApplicationSubmitted``, ``ApplicationStopping`` (for a reset), ``ApplicationFailed``
+  (a warning, with the error and the back-off).
 """
 
 from __future__ import annotations
@@ -94,6 +99,10 @@ class Reason:
     OBSERVED = "Observed"
     GROUP_UNREACHABLE = "GroupUnreachable"
     WAITING_FOR_MEMBERS_TO_LEAVE = "WaitingForMembersToLeave"
+    WAITING_FOR_APPLICATION_TO_STOP = "WaitingForApplicationToStop"
+    APPLICATION_SUBMITTED = "ApplicationSubmitted"  # events of its Spark application
+    APPLICATION_STOPPING = "ApplicationStopping"
+    APPLICATION_FAILED = "ApplicationFailed"
     APPLIED = "Applied"
 
 

@@ -1,5 +1,6 @@
-"""The names of everything the operator makes for a Cluster, and the labels that find
-them. One place, so that builders, handlers and tests agree."""
+"""The names of everything the operator makes for a Cluster and for a ConsumerGroup's
+Spark application, and the labels that find them. One place, so that builders,
+handlers and tests agree."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ __all__ = [
     "brokers_service",
     "brokers_statefulset",
     "cluster_labels",
+    "consumer_group_labels",
     "node_reader_binding_name",
+    "spark_driver_pod",
+    "spark_service_account",
+    "spark_state_claim",
+    "spark_submitter_job",
+    "spark_templates_config_map",
     "zookeeper_labels",
     "zookeeper_service",
     "zookeeper_statefulset",
@@ -31,6 +38,7 @@ ZOOKEEPER_PEER_PORT = 2888
 ZOOKEEPER_ELECTION_PORT = 3888
 CLUSTER_LABEL = "tidelog.dev/cluster"
 COMPONENT_LABEL = "app.kubernetes.io/component"
+CONSUMER_GROUP_LABEL = "tidelog.dev/consumer-group"
 
 
 def cluster_labels(cluster: str) -> dict[str, str]:
@@ -94,3 +102,38 @@ def zookeeper_statefulset(cluster: str) -> str:
 def zookeeper_service(cluster: str) -> str:
     """The headless Service of the ensemble (peers and clients)."""
     return f"{cluster}-zookeeper"
+
+
+def consumer_group_labels(group: str) -> dict[str, str]:
+    """What every object of a ConsumerGroup's Spark application carries (the driver and
+    executor pods too: Spark copies it onto them)."""
+    return {
+        "app.kubernetes.io/name": "tidelog-spark",
+        "app.kubernetes.io/instance": group,
+        "app.kubernetes.io/managed-by": "tidelog-operator",
+        CONSUMER_GROUP_LABEL: group,
+    }
+
+
+def spark_service_account(group: str) -> str:
+    """The account of a ConsumerGroup's submitter Job and Spark driver."""
+    return f"{group}-spark"
+
+
+def spark_state_claim(group: str) -> str:
+    """The volume of the application's checkpoint, shared by its driver and executors."""
+    return f"{group}-spark-state"
+
+
+def spark_templates_config_map(group: str) -> str:
+    """The driver's and executors' pod templates, mounted in the submitter Job."""
+    return f"{group}-spark-templates"
+
+
+def spark_submitter_job(group: str, submission: int) -> str:
+    return f"{group}-submit-{submission}"
+
+
+def spark_driver_pod(group: str, submission: int) -> str:
+    """The driver pod of submission ``submission`` (1, 2, ...): the operator follows it."""
+    return f"{group}-driver-{submission}"

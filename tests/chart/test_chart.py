@@ -83,10 +83,27 @@ def test_rbac_follows_watch_namespaces():
         "clusterrolebindings": ["get", "create", "patch", "delete"],
         "clusterroles": ["bind"],
     }
-    assert scoped[-1]["resourceNames"] == ["tl-tidelog-operator-node-reader"]
+    assert scoped[-1]["resourceNames"] == [
+        "tl-tidelog-operator-node-reader",
+        "tl-tidelog-operator-spark-driver",
+    ]
     assert roles["tl-tidelog-operator-node-reader"]["rules"] == [
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}
     ]
+    # what spark-submit and a Spark driver do, bound per ConsumerGroup; nothing else
+    spark = roles["tl-tidelog-operator-spark-driver"]["rules"]
+    assert {resource for rule in spark for resource in rule["resources"]} == {
+        "pods",
+        "services",
+        "configmaps",
+        "persistentvolumeclaims",
+    }
+    env = {
+        e["name"]: e.get("value")
+        for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert env["TIDELOG_SPARK_DRIVER_ROLE"] == "tl-tidelog-operator-spark-driver"
+    assert env["TIDELOG_SPARK_IMAGE"].startswith("tidelog-spark:")
 
 
 def test_the_chart_installs_and_uninstalls(kube_control_plane: ControlPlane, kube_namespace: str):
@@ -112,7 +129,13 @@ def test_the_chart_installs_and_uninstalls(kube_control_plane: ControlPlane, kub
     served = kube_control_plane.kubectl("get", "crd", "-o", "name")
     assert "customresourcedefinition.apiextensions.k8s.io/clusters.tidelog.dev" in served.stdout
     examples = kube_control_plane.kubectl(
-        "apply", "--dry-run=server", "-n", kube_namespace, "-f", str(ROOT / "examples")
+        "apply",
+        "--dry-run=server",
+        "-n",
+        kube_namespace,
+        "--recursive",
+        "-f",
+        str(ROOT / "examples"),
     )
     assert examples.returncode == 0, examples.stderr
     uninstalled = helm("uninstall", "tl", "--namespace", kube_namespace, kubeconfig=config)

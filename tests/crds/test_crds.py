@@ -105,6 +105,8 @@ def apply(plane: ControlPlane, namespace: str, kind: str, name: str, spec: dict)
 
 CLUSTER = {"storage": {"volumes": [{"id": 0, "size": "1Gi"}]}}
 TOPIC = {"clusterRef": "c", "partitions": 3, "replicationFactor": 2}
+SPARK = {"application": {"module": "pipeline"}}
+ONE_OF_APPLICATION = "application needs exactly one of module and configMap"
 
 
 def test_the_server_fills_in_the_defaults(crds_installed, kube_api, kube_namespace):
@@ -117,6 +119,14 @@ def test_the_server_fills_in_the_defaults(crds_installed, kube_api, kube_namespa
     assert brokers["imagePullPolicy"] == "IfNotPresent"
     assert stored["spec"]["storage"]["claimRetention"] == "Retain"
     assert stored["spec"]["zookeeper"] == {"size": "1Gi", "ephemeral": False}
+    group = {"clusterRef": "c", "spark": SPARK}
+    assert apply(crds_installed, kube_namespace, "ConsumerGroup", "g", group).returncode == 0
+    spark = client.CustomObjectsApi(kube_api).get_namespaced_custom_object(
+        GROUP, VERSION, kube_namespace, "consumergroups", "g"
+    )["spec"]["spark"]
+    assert spark["driver"] == {"cores": 1, "memory": "512m", "cpuRequest": "250m"}
+    assert spark["executor"] == {"instances": 1, "cores": 1, "memory": "512m", "cpuRequest": "250m"}
+    assert spark["checkpoint"] == {"size": "1Gi"}
 
 
 @pytest.mark.parametrize(
@@ -154,6 +164,32 @@ def test_the_server_fills_in_the_defaults(crds_installed, kube_api, kube_namespa
             "ConsumerGroup",
             {"clusterRef": "c", "reset": {"id": "1", "to": "middle"}},
             "Unsupported value",
+        ),
+        ("ConsumerGroup", {"clusterRef": "c", "spark": {"application": {}}}, ONE_OF_APPLICATION),
+        (
+            "ConsumerGroup",
+            {
+                "clusterRef": "c",
+                "spark": {
+                    "application": {"module": "pipeline", "configMap": {"name": "a", "key": "b"}}
+                },
+            },
+            ONE_OF_APPLICATION,
+        ),
+        (
+            "ConsumerGroup",
+            {"clusterRef": "c", "spark": {"application": {"module": "tidelog_spark.pipeline"}}},
+            "spec.spark.application.module",
+        ),
+        (
+            "ConsumerGroup",
+            {"clusterRef": "c", "spark": {**SPARK, "driver": {"memory": "lots"}}},
+            "spec.spark.driver.memory",
+        ),
+        (
+            "ConsumerGroup",
+            {"clusterRef": "c", "spark": {**SPARK, "executor": {"instances": 0}}},
+            "spec.spark.executor.instances",
         ),
     ],
 )

@@ -11,6 +11,7 @@ from kubernetes import client
 
 from integration.cluster import wait_until
 from kube_operator.conftest import GROUP, VERSION
+from tidelog_operator.consumer_group.spark_runner import spec_digest
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -119,3 +120,88 @@ def test_lag_and_a_reset_that_waits_for_the_members(
             lambda: group_object(kube_api, ns)["status"]["totalLag"] == 0, "lag 0 after reading"
         )
         assert group_object(kube_api, ns)["status"]["lastReset"]["id"] == "replay-1"
+
+
+def test_a_spark_section_is_submitted_and_submitted_again_when_its_driver_is_gone(
+    run_operator, kube_api, kube_namespace, monkeypatch, tidelog_crds
+):
+    """The objects of a submission on a real API server (no kubelet: the submitter Job
+    never runs, so its deletion stands for a driver gone with its node)."""
+    monkeypatch.setenv("TIDELOG_GROUP_SYNC_INTERVAL_S", "1")
+    ns = kube_namespace
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ConsumerGroup",
+        "metadata": {"name": "bars"},
+        "spec": {
+            "clusterRef": "events",
+            "topics": ["ticks"],
+            "spark": {"application": {"module": "pipeline"}, "arguments": ["--trigger", "1s"]},
+        },
+    }
+    objects = client.CustomObjectsApi(kube_api)
+    core, batch = client.CoreV1Api(kube_api), client.BatchV1Api(kube_api)
+    rbac = client.RbacAuthorizationV1Api(kube_api)
+
+    def stored() -> dict:
+        return objects.get_namespaced_custom_object(GROUP, VERSION, ns, "consumergroups", "bars")
+
+    def application() -> dict:
+        return stored().get("status", {}).get("application", {})
+
+    with run_operator("tidelog_operator.consumer_group.handlers"):
+        created = objects.create_namespaced_custom_object(
+            GROUP, VERSION, ns, "consumergroups", body
+        )
+        submitted = wait_until(
+            lambda: (a := application()).get("submission") == 1 and a, "submitted"
+        )
+        assert submitted == {
+            "submission": 1,
+            "state": "Submitted",
+            "restarts": 0,
+            "driverPod": "bars-driver-1",
+            "specDigest": spec_digest(stored()["spec"]["spark"]),  # with the CRD's defaults
+        }
+        job = batch.read_namespaced_job("bars-submit-1", ns)
+        assert [o.uid for o in job.metadata.owner_references] == [created["metadata"]["uid"]]
+        args = job.spec.template.spec.containers[0].args
+        assert args[:5] == [
+            "submit",
+            "--master",
+            "k8s://https://kubernetes.default.svc",
+            "--deploy-mode",
+            "cluster",
+        ]
+        assert "spark.kubernetes.driverEnv.TIDELOG_BOOTSTRAP_SERVERS=events-bootstrap:9092" in args
+        assert args[-3:] == ["local:///opt/tidelog/apps/pipeline.py", "--trigger", "1s"]
+        assert core.read_namespaced_service_account("bars-spark", ns).metadata.owner_references
+        binding = rbac.read_namespaced_role_binding("bars-spark", ns)
+        assert binding.role_ref.name == "tidelog-spark-driver"
+        claim = core.read_namespaced_persistent_volume_claim("bars-spark-state", ns)
+        assert claim.spec.resources.requests["storage"] == "1Gi"
+        templates = core.read_namespaced_config_map("bars-spark-templates", ns)
+        assert set(templates.data) == {"driver.yaml", "executor.yaml"}
+
+        batch.delete_namespaced_job("bars-submit-1", ns, propagation_policy="Background")
+        again = wait_until(lambda: (a := application()).get("submission") == 2 and a, "again")
+        assert again["restarts"] == 1 and again["driverPod"] == "bars-driver-2"
+        assert batch.read_namespaced_job("bars-submit-2", ns).spec.backoff_limit == 0
+        events = core.list_namespaced_event(ns, field_selector="involvedObject.name=bars").items
+        messages = [e.message for e in events if e.reason == "ApplicationSubmitted"]
+        assert "submission 2: the driver pod of submission 1 is gone" in messages
+
+        # a new spec: the application is submitted anew with it
+        arguments = {"spark": {"arguments": ["--trigger", "2s"]}}
+        objects.patch_namespaced_custom_object(
+            GROUP, VERSION, ns, "consumergroups", "bars", {"spec": arguments}
+        )
+        anew = wait_until(lambda: (a := application()).get("submission") == 3 and a, "anew")
+        assert anew["restarts"] == 2
+        job = batch.read_namespaced_job("bars-submit-3", ns)
+        assert job.spec.template.spec.containers[0].args[-1] == "2s"
+
+        objects.patch_namespaced_custom_object(
+            GROUP, VERSION, ns, "consumergroups", "bars", {"spec": {"spark": None}}
+        )
+        wait_until(lambda: not application(), "the application gone from the status")

@@ -34,6 +34,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default (printf "tidelog-broker:%s" .Chart.AppVersion) .Values.brokerImage -}}
 {{- end -}}
 
+{{/* The Spark image of ConsumerGroups whose spec.spark.image is empty. */}}
+{{- define "tidelog-operator.sparkImage" -}}
+{{- default (printf "tidelog-spark:%s" .Chart.AppVersion) .Values.sparkImage -}}
+{{- end -}}
+
 {{/* The rules the operator needs in each namespace it watches. */}}
 {{- define "tidelog-operator.namespacedRules" -}}
 - apiGroups: [tidelog.dev]
@@ -52,8 +57,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   resources: [pods]
   verbs: [get, list, create, delete]
 - apiGroups: [""]
+  resources: [pods/log]
+  verbs: [get]
+- apiGroups: [""]
   resources: [persistentvolumeclaims]
-  verbs: [get, list, delete]
+  verbs: [get, list, create, patch, delete]
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [get, create, patch, delete]
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [rolebindings]
+  verbs: [get, create, patch]
 - apiGroups: [apps]
   resources: [statefulsets]
   verbs: [get, create, patch, delete]

@@ -1,5 +1,6 @@
 """One pass over a consumer group: its state, members and lag, and the declared reset,
-applied once per id and only while the group has no members. The offsets are computed
+applied once per id and only while the group has no members and its Spark application
+(if it has one) is stopped. The offsets are computed
 as ``kafka-consumer-groups.sh --reset-offsets`` computes them
 (``tidelog.cli.offset_reset``)."""
 
@@ -16,7 +17,7 @@ from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import conditions
 from tidelog_operator.conditions import Reason
 
-__all__ = ["GroupPass", "reset_spec", "sync_group"]
+__all__ = ["GroupPass", "reset_spec", "reset_waiting", "sync_group"]
 
 INACTIVE = ("Empty", "Dead")
 SCENARIOS = {
@@ -34,8 +35,8 @@ def now() -> str:
 
 @dataclass
 class GroupPass:
-    """What a pass found: status fields, conditions to set (type, holds, reason,
-    message) and a reset applied (its message), if any."""
+    """What a pass found: status fields (None: remove the field), conditions to set
+    (type, holds, reason, message) and a reset applied (its message), if any."""
 
     fields: dict[str, Any] = field(default_factory=dict)
     marks: list[tuple[str, bool, str, str]] = field(default_factory=list)
@@ -47,7 +48,14 @@ class GroupPass:
             found = conditions.set_condition(
                 found, type_, holds, reason, message, generation=generation, now=now()
             )
-        return {**current, **self.fields, "conditions": found, "observedGeneration": generation}
+        merged = {**current, **self.fields, "conditions": found, "observedGeneration": generation}
+        return {key: value for key, value in merged.items() if value is not None}
+
+
+def reset_waiting(spec: dict, status: dict) -> bool:
+    """Whether ``spec.reset`` declares a reset not applied yet."""
+    reset = spec.get("reset")
+    return bool(reset) and reset["id"] != (status.get("lastReset") or {}).get("id")
 
 
 def reset_spec(reset: dict[str, Any]) -> ResetSpec:
@@ -96,16 +104,28 @@ def _apply(admin: AdminClient, group: str, reset: dict, topics: list[str], commi
     return len(plan.offsets)
 
 
-def sync_group(admin: AdminClient, group: str, spec: dict, status: dict) -> GroupPass:
+def sync_group(
+    admin: AdminClient, group: str, spec: dict, status: dict, *, application_stopped: bool = True
+) -> GroupPass:
+    """The pass; ``application_stopped``: the group's Spark application (which reads
+    with assigned partitions, so the group never shows it as a member) is not running."""
     found = GroupPass(fields={"groupId": group})
     topics = list(spec.get("topics") or [])
     try:
         (description,) = admin.describe_groups([group]).values()
         rows, committed = _lag(admin, group, topics)
         reset = spec.get("reset")
-        last = status.get("lastReset") or {}
-        if reset and reset["id"] != last.get("id"):
-            if description.state in INACTIVE:
+        if reset_waiting(spec, status):
+            if not application_stopped:
+                found.marks.append(
+                    (
+                        conditions.RESET_PENDING,
+                        True,
+                        Reason.WAITING_FOR_APPLICATION_TO_STOP,
+                        f"reset {reset['id']} waits until the Spark application has stopped",
+                    )
+                )
+            elif description.state in INACTIVE:
                 count = _apply(admin, group, reset, topics, committed)
                 found.applied = f"reset {reset['id']} applied to {count} partitions"
                 found.fields["lastReset"] = {
