@@ -76,6 +76,10 @@ def operator_image() -> str:
     return _built_image("TIDELOG_OPERATOR_IMAGE")
 
 
+def spark_image() -> str:
+    return _built_image("TIDELOG_SPARK_IMAGE")
+
+
 def _built_image(variable: str) -> str:
     """The image the Makefile names in ``variable``, which `make images` built."""
     image = os.environ.get(variable)

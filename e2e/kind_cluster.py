@@ -199,8 +199,9 @@ class KindCluster:
     def workers(self) -> list[str]:
         return [node for node in self.nodes() if not node.endswith("-control-plane")]
 
-    def load(self, *images: str) -> None:
-        """Put local Docker images into the workers' containerd (`kind load`)."""
+    def load(self, *images: str, nodes: list[str] | None = None) -> None:
+        """Put local Docker images into the containerd of ``nodes`` (every worker by
+        default) (`kind load`)."""
         run(
             self.kind,
             "load",
@@ -209,7 +210,7 @@ class KindCluster:
             "--name",
             self.name,
             "--nodes",
-            ",".join(self.workers()),
+            ",".join(nodes or self.workers()),
             timeout=600,
         )
 

@@ -1,7 +1,8 @@
 """The operator on kind, as a user runs it: ``helm install`` of the chart, the examples
 applied as they are (a Cluster of three brokers on two local disks each, two Topics, a
 ConsumerGroup). The Cluster becomes Ready, each broker's volumes are the disks of its
-node, clients lose nothing, Topics and ConsumerGroups do what their specs say, a deleted
+node, clients lose nothing, Topics and ConsumerGroups do what their specs say (a
+ConsumerGroup's Spark pipeline among them), a deleted
 broker pod comes back on its node with its data, a config change rolls the brokers,
 scaling moves data before brokers go and after they come, ``helm test`` passes, and
 removing it all leaves nothing the operator made."""
@@ -15,10 +16,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from e2e.conftest import Progress, operator_image
+from bar_oracle import expected_bars, known_ticks
+from e2e.conftest import Progress, operator_image, spark_image
 from e2e.kind_cluster import ClusterError, KindCluster
 from e2e.operator_deployment import OperatorDeployment
 from e2e.paths import LOGS
+from e2e.spark_pipeline import SparkPipeline
 
 
 @pytest.fixture(scope="module")
@@ -159,6 +162,71 @@ def test_a_consumer_group_reset_waits_for_an_empty_group(deployment):
     assert status["totalLag"] >= 100  # every record of the topic, again
     row = deployment.kubectl("get", "consumergroup/order-readers").splitlines()[1].split()
     assert row[3] == "Empty" and int(row[5]) == status["totalLag"]
+
+
+# The Spark test's ticks: minute-aligned event times an hour ago (within the topics'
+# retention), five minutes of them per batch.
+TICKS_START_MS = (time.time_ns() // 60_000_000_000 - 60) * 60_000
+TICKS_COUNT, TICKS_SPACING_MS = 1200, 250
+
+
+def test_a_spark_pipeline_runs_as_a_consumer_group_restarts_and_replays(deployment, pytestconfig):
+    """examples/spark: the operator submits the pipeline; its bars are right and its lag
+    reaches 0; a deleted driver is submitted again and resumes from its checkpoint (no bar
+    written twice); a reset to earliest stops it, moves the offsets and starts it again,
+    and every bar is computed anew."""
+    progress = Progress(pytestconfig)
+    brokers_on = {p["spec"]["nodeName"] for p in broker_pods(deployment).values()}
+    node = next(n for n in deployment.cluster.workers() if n not in brokers_on)
+    deployment.cluster.load(spark_image(), nodes=[node])
+    progress.done(f"the Spark image loaded into {node}")
+    pipeline = SparkPipeline(deployment, spark_image(), node)
+    pipeline.install()
+    try:
+        deployment.wait_for(lambda: pipeline.running(1), "the application running", 300)
+        first = known_ticks(7, TICKS_START_MS, TICKS_COUNT, TICKS_SPACING_MS)
+        pipeline.send_ticks(7, TICKS_START_MS, TICKS_COUNT, TICKS_SPACING_MS)
+        expected = expected_bars(first)
+        assert len(expected) == 5 * 4  # five symbols, four closed minutes
+        deployment.wait_for(lambda: len(pipeline.bars()) == len(expected), "the bars", 300)
+        assert dict(pipeline.bars()) == expected
+        deployment.wait_for(
+            lambda: deployment.get("consumergroup/bars")["status"].get("totalLag") == 0,
+            "the group's lag at 0",
+        )
+
+        deployment.kubectl("delete", "pod", pipeline.application()["driverPod"])
+        deployment.wait_for(lambda: pipeline.running(2), "the application running again", 300)
+        assert pipeline.application()["restarts"] == 1
+        assert "starting from the checkpoint" in pipeline.driver_log(2)
+        second_start = TICKS_START_MS + TICKS_COUNT * TICKS_SPACING_MS
+        second = known_ticks(8, second_start, TICKS_COUNT, TICKS_SPACING_MS)
+        pipeline.send_ticks(8, second_start, TICKS_COUNT, TICKS_SPACING_MS)
+        expected = expected_bars(first + second)
+        assert len(expected) == 5 * 9
+        deployment.wait_for(lambda: len(pipeline.bars()) >= len(expected), "more bars", 300)
+        written = pipeline.bars()
+        assert len(written) == len(expected)  # none twice: it resumed where it was
+        assert dict(written) == expected
+
+        deployment.kubectl(
+            "patch",
+            "consumergroup/bars",
+            "--type=merge",
+            "--patch",
+            '{"spec": {"reset": {"id": "replay-1", "to": "earliest"}}}',
+        )
+        deployment.wait_for(lambda: pipeline.running(3), "the application started anew", 300)
+        status = deployment.get("consumergroup/bars")["status"]
+        assert status["lastReset"]["id"] == "replay-1"
+        reasons = pipeline.events()
+        assert reasons.index("ApplicationStopping") < reasons.index("ResetApplied")
+        deployment.wait_for(
+            lambda: len(pipeline.bars()) == 2 * len(expected), "the bars computed anew", 300
+        )
+        assert dict(pipeline.bars()) == expected
+    finally:
+        pipeline.remove()
 
 
 def test_a_deleted_broker_pod_comes_back_on_its_node_with_its_data(deployment):

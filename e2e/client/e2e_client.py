@@ -11,6 +11,7 @@ prints one JSON document on stdout and exits non-zero when what it checks is not
     python e2e_client.py consume        --bootstrap B --topic T --expect N [--prefix S]
                                         [--group G]
     python e2e_client.py set-config     --bootstrap B --topic T --config KEY=VALUE ...
+    python e2e_client.py read-all       --bootstrap B --topic T
 
 ``produce`` writes with acks=all (idempotent with ``--idempotent``; otherwise
 kafka-python's defaults), R records a
@@ -21,7 +22,8 @@ what it read, when given) and fails unless it finds every record ``produce`` wou
 written with that prefix and count, and reports those that are in the log twice (at two
 offsets) and those that follow a later one of their partition (an idempotent producer's
 records are there once, in order); ``set-config`` sets topic configs, as another tool
-than the operator would.
+than the operator would; ``read-all`` reports every record of the topic as it is in the
+log (key and value as text, in partition and offset order), with no group.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import json
 import sys
 import time
 
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from tidelog.admin import AdminClient
 from tidelog.admin.topics import AlterConfigOp, ConfigResourceType, OpType
@@ -134,6 +136,21 @@ def consume(args: argparse.Namespace) -> dict:
     }
 
 
+def read_all(args: argparse.Namespace) -> dict:
+    consumer = KafkaConsumer(
+        bootstrap_servers=args.bootstrap,
+        group_id=None,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=5000,
+    )
+    partitions = consumer.partitions_for_topic(args.topic) or set()
+    consumer.assign([TopicPartition(args.topic, p) for p in sorted(partitions)])
+    found = sorted((m.partition, m.offset, m.key, m.value) for m in consumer)
+    consumer.close()
+    return {"records": [[k.decode(), v.decode()] for _, _, k, v in found]}
+
+
 def set_config(args: argparse.Namespace) -> dict:
     changes = [
         AlterConfigOp(k, OpType.SET, v) for k, _, v in (c.partition("=") for c in args.config)
@@ -154,6 +171,7 @@ def _parser() -> argparse.ArgumentParser:
         ("produce", produce),
         ("consume", consume),
         ("set-config", set_config),
+        ("read-all", read_all),
     ]:
         command = commands.add_parser(name)
         command.set_defaults(function=function)

@@ -11,17 +11,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 from kafka import KafkaConsumer
 from pyspark.sql import functions as F
 
+from bar_oracle import expected_bars, known_ticks
 from integration.cluster import wait_until
 from kafka_reference.tools import run_kafka_tool
 from tidelog.admin import AdminClient
 from tidelog_spark.bars import BAR_COLUMNS, MINUTE_FORMAT
-from tidelog_spark.ticks import Tick, synthetic_clock, tick_stream
 
 BIN = Path(sys.executable).parent
 # A minute boundary an hour ago: event times well within the topics' retention (7 days
@@ -29,7 +28,6 @@ BIN = Path(sys.executable).parent
 START_MS = (time.time_ns() // 60_000_000_000 - 60) * 60_000
 SPACING_MS = 250
 COUNT = 1200  # five minutes of event time
-WATERMARK_MS = 10_000
 
 
 def tool(name: str, *args) -> str:
@@ -39,11 +37,6 @@ def tool(name: str, *args) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
-
-
-def known_ticks(seed: int, start_ms: int) -> list[Tick]:
-    stream = tick_stream(synthetic_clock(start_ms, SPACING_MS), seed=seed)
-    return [next(stream) for _ in range(COUNT)]
 
 
 def send_ticks(bootstrap: str, topic: str, seed: int, start_ms: int) -> None:
@@ -65,33 +58,6 @@ def send_ticks(bootstrap: str, topic: str, seed: int, start_ms: int) -> None:
         "--spacing-ms",
         SPACING_MS,
     )
-
-
-def expected_bars(ticks: list[Tick]) -> dict[str, dict]:
-    """The bars that the watermark has closed, computed without Spark, by key."""
-    closed_until = max(t.time for t in ticks) - WATERMARK_MS
-    windows: dict[tuple[str, int], list[Tick]] = defaultdict(list)
-    for tick in ticks:  # in event-time order
-        windows[tick.symbol, tick.time - tick.time % 60_000].append(tick)
-    bars = {}
-    for (symbol, start), window in windows.items():
-        if start + 60_000 > closed_until:
-            continue
-        minute = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime(start / 1000))
-        end = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime(start / 1000 + 60))
-        prices = [t.price for t in window]
-        bars[f"{symbol}|{minute}"] = {
-            "symbol": symbol,
-            "start": minute,
-            "end": end,
-            "open": prices[0],
-            "high": max(prices),
-            "low": min(prices),
-            "close": prices[-1],
-            "volume": sum(t.size for t in window),
-            "trades": len(window),
-        }
-    return bars
 
 
 class Pipeline:
@@ -210,7 +176,7 @@ def test_bars_are_right_resume_after_kill_9_and_are_recomputed_after_a_reset(
     names = {"ticks": "ticks-run", "bars": "bars-run", "group": "bars-run"}
     admin = AdminClient(bootstrap)
     pipeline = Pipeline(bootstrap, tmp_path / "state", names).start()
-    first = known_ticks(seed=7, start_ms=START_MS)
+    first = known_ticks(7, START_MS, COUNT, SPACING_MS)
     wait_until(lambda: names["ticks"] in admin.list_topics(), "the pipeline made its topics", 120)
     send_ticks(bootstrap, names["ticks"], seed=7, start_ms=START_MS)
     expected = expected_bars(first)
@@ -223,7 +189,7 @@ def test_bars_are_right_resume_after_kill_9_and_are_recomputed_after_a_reset(
     # kill -9 and more ticks: the restarted job goes on from its checkpoint, so no bar
     # is written twice (a start from the group's offsets would not know the open window)
     assert pipeline.stop(signal.SIGKILL) == -signal.SIGKILL
-    second = known_ticks(seed=8, start_ms=START_MS + COUNT * SPACING_MS)
+    second = known_ticks(8, START_MS + COUNT * SPACING_MS, COUNT, SPACING_MS)
     send_ticks(bootstrap, names["ticks"], seed=8, start_ms=START_MS + COUNT * SPACING_MS)
     pipeline.start()
     expected = expected_bars(first + second)
