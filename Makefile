@@ -62,16 +62,35 @@ export TIDELOG_SPARK_IMAGE := tidelog-spark:$(VERSION)
 # registry serves it, else one built here from the binaries of k8s-tools.
 export KUBERNETES_VERSION ETCD_VERSION COREDNS_VERSION K8S_TOOLS
 
-.PHONY: setup run test e2e lint bench bench-storage kafka-libs zookeeper-libs spark-libs \
+.PHONY: setup native run test e2e lint bench bench-storage kafka-libs zookeeper-libs spark-libs \
     k8s-tools k8s-env \
     images kind-node-image go-test clean
 
-setup: $(STAMP) zookeeper-libs spark-libs
+setup: $(STAMP) native zookeeper-libs spark-libs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[broker,operator,spark,dev]'
+	touch $@
+
+# The log cleaner's compiled helper (broker-image/native/, Rust through maturin): built
+# once into a wheel that the venv and the broker image install. Cargo comes from rustup
+# (https://rustup.rs); its crates from crates.io.
+NATIVE_DIR := broker-image/native
+NATIVE_SOURCES := $(NATIVE_DIR)/Cargo.toml $(NATIVE_DIR)/Cargo.lock $(NATIVE_DIR)/pyproject.toml \
+    $(wildcard $(NATIVE_DIR)/src/*.rs)
+NATIVE_WHEELS := build/native
+NATIVE_STAMP := $(VENV)/.native-installed
+export PATH := $(PATH):$(HOME)/.cargo/bin
+
+native: $(NATIVE_STAMP)
+
+$(NATIVE_STAMP): $(STAMP) $(NATIVE_SOURCES)
+	@command -v cargo >/dev/null || { echo "make setup: the log cleaner's helper needs Rust's cargo; install it with rustup (https://rustup.rs)" >&2; exit 1; }
+	rm -rf $(NATIVE_WHEELS)
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir $(NATIVE_WHEELS) ./$(NATIVE_DIR)
+	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall $(NATIVE_WHEELS)/tidelog_native-*.whl
 	touch $@
 
 kafka-libs: $(KAFKA_STAMP)
@@ -123,7 +142,7 @@ images: setup
 	tools/images/build.sh PYTHON=$(BIN)/python ZOOKEEPER_LIBS=$(ZOOKEEPER_LIBS) \
 	    BASE_IMAGE=$(BASE_IMAGE) IMAGE=$(TIDELOG_BROKER_IMAGE) \
 	    OPERATOR_IMAGE=$(TIDELOG_OPERATOR_IMAGE) SPARK_IMAGE=$(TIDELOG_SPARK_IMAGE) \
-	    SPARK_LIBS=$(SPARK_LIBS)
+	    SPARK_LIBS=$(SPARK_LIBS) NATIVE_WHEELS=$(NATIVE_WHEELS)
 
 kind-node-image: k8s-tools images
 	tools/kind/node-image.sh >/dev/null
@@ -165,4 +184,4 @@ bench-storage: setup
 	$(BIN)/python bench/storage.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache $(NATIVE_WHEELS) $(NATIVE_DIR)/target

@@ -5,7 +5,11 @@
   bytes to a file in the same directory; neither fsyncs.
 * read by offset: p50 / p99 latency of ``Log.read`` (locate + slice) at random offsets,
   and of reading the slice's bytes.
-* compaction: MB/s of one cleaning of a log with many duplicate keys.
+* compaction: MB/s of one cleaning of a log with many duplicate keys, with the compiled
+  record passes and with the pure-Python ones; and the pure-Python floor: the seconds per
+  million records of the least per-record work a pure-Python cleaner does in its two
+  passes (per pass: the key sliced out at a known position, its MD5 digest, one slot of
+  the map compared), which bounds from below what pure Python can reach.
 * offset map: bytes per key at a 0.75 load factor.
 
 Usage: ``python bench/storage.py [--megabytes N] [--dir DIR]``.
@@ -14,6 +18,7 @@ Usage: ``python bench/storage.py [--megabytes N] [--dir DIR]``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import shutil
@@ -23,7 +28,7 @@ import time
 from pathlib import Path
 
 from tidelog.records import build_batch
-from tidelog.storage.cleaner import OffsetMap, clean_log
+from tidelog.storage.cleaner import OffsetMap, clean_log, record_passes
 from tidelog.storage.config import LogConfig
 from tidelog.storage.log import Log
 
@@ -110,7 +115,9 @@ def bench_read(directory: Path, samples: int = 5000) -> dict:
     }
 
 
-def bench_compaction(directory: Path, records: int = 200_000, keys: int = 20_000) -> dict:
+def bench_compaction(
+    directory: Path, passes: record_passes.RecordPasses, records: int = 200_000, keys: int = 20_000
+) -> dict:
     """One cleaning of ``records`` 100-byte records over ``keys`` keys (10 values per key)."""
     config = LogConfig(segment_bytes=8 * 1024 * 1024, cleanup_policy=("compact",))
     log = Log.open(directory / "compact-0", config)
@@ -123,7 +130,7 @@ def bench_compaction(directory: Path, records: int = 200_000, keys: int = 20_000
         log.append_as_leader(build_batch(entries, timestamp=1))
     log.roll()
     size_before = log.size
-    _, stats = clean_log(log, now_ms=int(time.time() * 1000))
+    _, stats = clean_log(log, now_ms=int(time.time() * 1000), passes=passes)
     size_after = log.size
     log.delete()
     return {
@@ -133,6 +140,24 @@ def bench_compaction(directory: Path, records: int = 200_000, keys: int = 20_000
         "map_mb_per_s": stats.map_bytes_read / 1e6 / stats.map_elapsed_secs,
         "records_per_s": stats.messages_read / stats.elapsed_secs,
     }
+
+
+def bench_python_floor(records: int = 1_000_000, keys: int = 200_000) -> float:
+    """Seconds per million records of the least that a pure-Python cleaner does per record
+    in each of its two passes: slice the key out of the records (its position already
+    known: no parsing), take its MD5 digest and compare the map's slot for it (no
+    probing, no write). The real passes do all of that and more."""
+    record = 100
+    data = b"".join(b"%13d" % (i % keys) + bytes(record - 13) for i in range(records))
+    offset_map = OffsetMap(24 * 2 * keys)
+    buffer, slots = offset_map.buffer, offset_map.slots
+    md5 = hashlib.md5
+    start = time.perf_counter()
+    for _ in range(2):
+        for position in range(0, len(data), record):
+            digest = md5(data[position : position + 13]).digest()
+            buffer.startswith(digest, int.from_bytes(digest, "little") % slots * 24)
+    return (time.perf_counter() - start) / records * 1e6
 
 
 def bench_offset_map(keys: int = 1_000_000, load_factor: float = 0.75) -> dict:
@@ -174,11 +199,20 @@ def main() -> None:
                 f"log {result['log_mb_s']:.0f} MB/s, os.write {result['write_mb_s']:.0f} MB/s, "
                 f"ratio {result['ratio']:.2f}"
             )
-        result = bench_compaction(directory)
+        for passes in (record_passes.NATIVE, record_passes.PYTHON):
+            if passes is None:
+                print("compaction, compiled: tidelog_native is not installed (make native)")
+                continue
+            result = bench_compaction(directory, passes)
+            print(
+                f"compaction, {passes.name}: {result['mb_before']:.1f} MB -> "
+                f"{result['mb_after']:.1f} MB at {result['mb_per_s']:.1f} MB/s "
+                f"({result['records_per_s']:.0f} records/s; "
+                f"building the map {result['map_mb_per_s']:.1f} MB/s)"
+            )
         print(
-            f"compaction: {result['mb_before']:.1f} MB -> {result['mb_after']:.1f} MB at "
-            f"{result['mb_per_s']:.1f} MB/s ({result['records_per_s']:.0f} records/s; "
-            f"building the map {result['map_mb_per_s']:.1f} MB/s)"
+            "compaction, pure-Python floor (per record and pass: key slice, MD5, one slot): "
+            f"{bench_python_floor():.2f} s per million records"
         )
         result = bench_offset_map()
         print(

@@ -27,6 +27,7 @@ from tidelog.storage.cleaner import (
     clean_log,
     cleanable_offsets,
     group_segments_by_size,
+    record_passes,
 )
 from tidelog.storage.config import LogConfig
 from tidelog.storage.log import Log
@@ -35,6 +36,16 @@ T0 = 1_700_000_000_000  # ms; the FakeClock's default start
 
 
 # -- helpers -------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True, params=["pure Python", "compiled"])
+def passes(request, monkeypatch) -> record_passes.RecordPasses:
+    """Every test runs with each implementation of the record passes as the default."""
+    chosen = record_passes.PYTHON if request.param == "pure Python" else record_passes.NATIVE
+    if chosen is None:
+        pytest.fail("tidelog_native is not installed: `make setup` builds and installs it")
+    monkeypatch.setattr(record_passes, "default", lambda: chosen)
+    return chosen
 
 
 def compacted(**overrides) -> LogConfig:

@@ -25,6 +25,8 @@
 #   SPARK_IMAGE     the Spark image's tag, default tidelog-spark:<version>, and :latest
 #   SPARK_LIBS      the Kafka connector's jars for the venv's PySpark (default
 #                   ${XDG_CACHE_HOME:-~/.cache}/tidelog/spark-<version>/libs, `make spark-libs`)
+#   NATIVE_WHEELS   the wheel of the log cleaner's compiled helper (default build/native,
+#                   `make native`), installed in the broker image
 #   STAGING         default build/images/broker (the others: build/images/operator, .../spark)
 set -euo pipefail
 
@@ -54,6 +56,10 @@ spark_version=$("$python" -c 'import pyspark; print(pyspark.__version__)') ||
 spark_libs="${SPARK_LIBS:-$cache_dir/spark-$spark_version/libs}"
 compgen -G "$spark_libs/spark-sql-kafka-0-10_*-$spark_version.jar" >/dev/null ||
     die "Spark's Kafka connector is not in $spark_libs; run \`make spark-libs\`"
+
+native_wheels="${NATIVE_WHEELS:-build/native}"
+compgen -G "$native_wheels/tidelog_native-*.whl" >/dev/null ||
+    die "the log cleaner's helper is not built in $native_wheels; run \`make native\`"
 
 zookeeper_libs="${ZOOKEEPER_LIBS:-}"
 if [ -z "$zookeeper_libs" ]; then
@@ -99,6 +105,7 @@ wheels_of() {  # extra, staging directory
 }
 rm -rf "$operator_staging" "$spark_staging"
 wheels_of broker "$staging"
+cp -p "$native_wheels"/tidelog_native-*.whl "$staging/wheels/deps/"
 wheels_of operator "$operator_staging"
 wheels_of spark "$spark_staging"
 rm -rf "$source_copy"

@@ -5,6 +5,7 @@ Modules, one job each:
 * :mod:`.offset_map` - the fixed-size key-hash → offset table (24 bytes a slot).
 * :mod:`.log_to_clean` - the dirty section of a log and its dirty ratio.
 * :mod:`.batch_filter` - the fields compaction reads from records; rebuilding a batch.
+* :mod:`.record_passes` - the per-record work of one batch: compiled, or pure Python.
 * :mod:`.cleaner` - one cleaning of one log: map, group, filter, swap.
 * :mod:`.states` - the per-partition cleaning states and their transition table.
 * :mod:`.cleaner_manager` - states under one lock, log selection, checkpoints.
@@ -13,6 +14,7 @@ Modules, one job each:
 * :mod:`.errors` - the errors.
 """
 
+from . import record_passes
 from .cleaner import (
     DEFAULT_IO_BUFFER_SIZE,
     Cleaner,
@@ -72,6 +74,7 @@ __all__ = [
     "cleanable_offsets",
     "group_segments_by_size",
     "max_compaction_delay_ms",
+    "record_passes",
     "segments_between",
     "transition",
 ]

@@ -135,10 +135,11 @@ def scan_records(data: bytes, count: int) -> list[ScannedRecord]:
     return found
 
 
-def rebuild_batch(header: BatchHeader, data: bytes, retained: list[ScannedRecord]) -> bytes:
-    """The batch of ``header`` holding only ``retained`` of its records (``data`` is its
-    decompressed records section), compressed again with the batch's codec."""
-    section = b"".join([data[record[0] : record[1]] for record in retained])
+def rebuild_batch(header: BatchHeader, kept: bytes, count: int, max_timestamp_delta: int) -> bytes:
+    """The batch of ``header`` holding only the ``count`` records whose bytes are ``kept``
+    (taken from its decompressed records section, back to back), compressed again with
+    the batch's codec; ``max_timestamp_delta`` is the largest of their timestamp deltas."""
+    section = kept
     attributes = header.attributes
     codec = attributes & COMPRESSION_CODEC_MASK
     if codec:
@@ -146,7 +147,7 @@ def rebuild_batch(header: BatchHeader, data: bytes, retained: list[ScannedRecord
     if attributes & TIMESTAMP_TYPE_FLAG:
         max_timestamp = header.max_timestamp
     else:
-        max_timestamp = header.base_timestamp + max(record[3] for record in retained)
+        max_timestamp = header.base_timestamp + max_timestamp_delta
     buffer = bytearray(BATCH_HEADER_SIZE + len(section))
     BATCH_HEADER_STRUCT.pack_into(
         buffer,
@@ -163,7 +164,7 @@ def rebuild_batch(header: BatchHeader, data: bytes, retained: list[ScannedRecord
         header.producer_id,
         header.producer_epoch,
         header.base_sequence,
-        len(retained),
+        count,
     )
     buffer[BATCH_HEADER_SIZE:] = section
     with memoryview(buffer)[ATTRIBUTES_OFFSET:] as covered:

@@ -47,7 +47,8 @@ from tidelog.records.batch import (
 )
 from tidelog.records.crc import batch_crc
 from tidelog.records.errors import InvalidCrcError
-from tidelog.storage.cleaner.batch_filter import rebuild_batch, records_section, scan_records
+from tidelog.storage.cleaner import record_passes
+from tidelog.storage.cleaner.batch_filter import rebuild_batch, records_section
 from tidelog.storage.cleaner.errors import CleanerError, OffsetMapFullError
 from tidelog.storage.cleaner.log_to_clean import (
     LogToClean,
@@ -57,6 +58,7 @@ from tidelog.storage.cleaner.log_to_clean import (
     segments_between,
 )
 from tidelog.storage.cleaner.offset_map import OffsetMap
+from tidelog.storage.cleaner.record_passes import RecordPasses
 from tidelog.storage.segment import MAX_RELATIVE_OFFSET
 
 if TYPE_CHECKING:
@@ -241,7 +243,8 @@ class _SegmentWriter:
 
 
 class Cleaner:
-    """Cleans one log at a time with its own offset map (one per cleaner thread)."""
+    """Cleans one log at a time with its own offset map (one per cleaner thread); the
+    per-record work is ``passes`` (:func:`.record_passes.default` when not given)."""
 
     def __init__(
         self,
@@ -249,10 +252,12 @@ class Cleaner:
         *,
         check_done: Callable[[TopicPartition], None] = _never_done,
         io_buffer_size: int = DEFAULT_IO_BUFFER_SIZE,
+        passes: RecordPasses | None = None,
     ):
         self.offset_map = offset_map
         self.check_done = check_done
         self.io_buffer_size = io_buffer_size
+        self.passes = passes or record_passes.default()
 
     def clean(self, to_clean: LogToClean) -> tuple[int, CleanerStats]:
         """Clean ``to_clean.log``; returns the next first dirty offset and the stats."""
@@ -351,7 +356,8 @@ class Cleaner:
         upper: int,
         stats: CleanerStats,
     ) -> None:
-        put = self.offset_map.put
+        offset_map = self.offset_map
+        map_keys = self.passes.map_keys
         check_done = self.check_done
         for header, chunk in _iter_batches(segment, position, self.io_buffer_size):
             check_done(tp)
@@ -364,17 +370,10 @@ class Cleaner:
             stats.map_bytes_read += header.batch_length + LOG_OVERHEAD
             if not header.attributes & _UNTOUCHABLE:
                 _verify_crc(chunk, header, segment)
-                records = scan_records(records_section(chunk, header), header.records_count)
-                stats.map_messages_read += len(records)
-                if base >= start and last < upper:
-                    for record in records:
-                        if record[4] is not None:
-                            put(record[4], base + record[2])
-                else:
-                    for record in records:
-                        offset = base + record[2]
-                        if record[4] is not None and start <= offset < upper:
-                            put(record[4], offset)
+                section = records_section(chunk, header)
+                stats.map_messages_read += map_keys(
+                    offset_map, section, header.records_count, base, start, upper
+                )
             self.offset_map.update_latest_offset(min(last, upper - 1))
 
     # -- steps 3 and 4: one group into one cleaned segment ---------------------------------
@@ -416,41 +415,31 @@ class Cleaner:
         retain_deletes: bool,
         stats: CleanerStats,
     ) -> None:
-        get = self.offset_map.get
-        latest = self.offset_map.latest_offset
+        offset_map = self.offset_map
+        retain = self.passes.retain
         check_done = self.check_done
         for header, chunk in _iter_batches(segment, 0, self.io_buffer_size):
             check_done(tp)
             stats.bytes_read += header.batch_length + LOG_OVERHEAD
+            count = header.records_count
             if header.attributes & _UNTOUCHABLE:
                 writer.copy(chunk, header)
-                stats.messages_read += header.records_count
-                stats.messages_written += header.records_count
+                stats.messages_read += count
+                stats.messages_written += count
                 continue
             _verify_crc(chunk, header, segment)
-            data = records_section(chunk, header)
-            records = scan_records(data, header.records_count)
-            base = header.base_offset
-            retained = []
-            for record in records:
-                key = record[4]
-                if key is None:
-                    stats.invalid_messages += 1
-                    continue
-                offset = base + record[2]
-                if offset > latest:
-                    retained.append(record)
-                elif record[5] and not retain_deletes:
-                    if get(key) <= offset:
-                        stats.tombstones_removed += 1
-                elif get(key) <= offset:
-                    retained.append(record)
-            stats.messages_read += len(records)
-            stats.messages_written += len(retained)
-            if len(retained) == len(records):
+            section = records_section(chunk, header)
+            kept = retain(offset_map, section, count, header.base_offset, retain_deletes)
+            stats.messages_read += count
+            stats.messages_written += kept.count
+            stats.invalid_messages += kept.invalid
+            stats.tombstones_removed += kept.tombstones_removed
+            if kept.section is None:
                 writer.copy(chunk, header)
-            elif retained:
-                writer.add(rebuild_batch(header, data, retained))
+            elif kept.count:
+                writer.add(
+                    rebuild_batch(header, kept.section, kept.count, kept.max_timestamp_delta)
+                )
 
 
 def _verify_crc(chunk: bytes, header: BatchHeader, segment: LogSegment) -> None:
@@ -472,6 +461,7 @@ def clean_log(
     memory: int = 128 * 1024 * 1024,
     load_factor: float = 0.9,
     io_buffer_size: int = DEFAULT_IO_BUFFER_SIZE,
+    passes: RecordPasses | None = None,
 ) -> tuple[int, CleanerStats]:
     """Clean ``log`` once, from ``first_dirty_offset`` (default: the log start offset),
     outside any cleaner thread or checkpoint. Returns the next first dirty offset and the
@@ -488,4 +478,4 @@ def clean_log(
         offsets.first_uncleanable_offset,
         max_compaction_delay_ms(log, offsets.first_dirty_offset, now_ms) > 0,
     )
-    return Cleaner(offset_map, io_buffer_size=io_buffer_size).clean(to_clean)
+    return Cleaner(offset_map, io_buffer_size=io_buffer_size, passes=passes).clean(to_clean)

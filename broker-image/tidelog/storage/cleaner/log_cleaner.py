@@ -141,6 +141,11 @@ class LogCleaner:
         self.threads = [
             CleanerThread(self, index) for index in range(self.config.log_cleaner_threads)
         ]
+        logger.info(
+            "starting %d log cleaner threads; record passes: %s",
+            len(self.threads),
+            self.threads[0].cleaner.passes.name,
+        )
         for thread in self.threads:
             thread.start()
 

@@ -98,6 +98,12 @@ class OffsetMap:
         return len(self._buffer) / self._size if self._size else float("inf")
 
     @property
+    def buffer(self) -> bytearray:
+        """The slots themselves, for the compiled cleaner passes (``tidelog_native``),
+        which read and write them in place with this class's layout and probing."""
+        return self._buffer
+
+    @property
     def latest_offset(self) -> int:
         """The offset most recently put (or set by :meth:`update_latest_offset`); -1 if none."""
         return self._latest_offset
@@ -178,6 +184,12 @@ class OffsetMap:
 
     def __contains__(self, key: bytes) -> bool:
         return self.get(key) != -1
+
+    def account_puts(self, size: int, extra_probes: int) -> None:
+        """Take note of puts written straight into :attr:`buffer`: the map now holds
+        ``size`` keys, and they took ``extra_probes`` probes past their first slot."""
+        self._size = size
+        self._probes += extra_probes
 
     def update_latest_offset(self, offset: int) -> None:
         """Move :attr:`latest_offset` (the cleaner maps past batches without keys)."""
