@@ -190,7 +190,7 @@ def test_a_state_written_again_after_a_lost_answer_is_taken_as_written(zk):
     the connection lost its answer, finds its own data: the new version, not a conflict.
     A different state on that old version still conflicts."""
     zk.create_topic(TopicAssignment("orders", new_uuid(), {0: [1, 2]}), {})
-    zk.create_partition_state("orders", 0, PartitionState(1, 0, [1, 2], 1))
+    zk.create_partition_states("orders", {0: PartitionState(1, 0, [1, 2], 1)})
     written = PartitionState(2, 1, [2], 1, zk_version=0)
     assert zk.update_partition_state("orders", 0, written) == 1
     assert zk.update_partition_state("orders", 0, written) == 1
@@ -209,7 +209,7 @@ def test_topics_configs_and_states(zk, zk_chroot):
         "version": 1,
         "config": {"cleanup.policy": "compact"},
     }
-    zk.create_partition_state("orders", 0, PartitionState(1, 0, [1], 1))
+    zk.create_partition_states("orders", {0: PartitionState(1, 0, [1], 1)})
     state = zk.partition_state("orders", 0)
     assert (state.leader, state.isr, state.zk_version) == (1, [1], 0)
     zk.update_partition_state("orders", 0, PartitionState(1, 1, [1], 1, state.zk_version))
@@ -218,6 +218,22 @@ def test_topics_configs_and_states(zk, zk_chroot):
     assert zk.topics_marked_for_deletion() == ["orders"]
     zk.delete_topic_znodes("orders")
     assert zk.topics() == [] and zk.topics_marked_for_deletion() == []
+
+
+def test_partition_states_are_created_at_once_and_existing_ones_kept(zk):
+    """Many states in one call; one an earlier controller wrote is returned as it is."""
+    partitions = {p: [1, 2] for p in range(300)}
+    zk.create_topic(TopicAssignment("many", new_uuid(), partitions), {})
+    earlier = zk.create_partition_states("many", {7: PartitionState(2, 3, [2], 1)})
+    created = zk.create_partition_states(
+        "many", {p: PartitionState(1, 0, [1, 2], 1) for p in partitions}
+    )
+    assert earlier == {7: PartitionState(2, 3, [2], 1, zk_version=0)}
+    assert created[7] == PartitionState(2, 3, [2], 1, zk_version=0)
+    assert all(
+        created[p] == PartitionState(1, 0, [1, 2], 1, zk_version=0) for p in partitions if p != 7
+    )
+    assert zk.partition_state("many", 299) == created[299]
 
 
 def test_producer_id_blocks_do_not_overlap(zk, zk_chroot):

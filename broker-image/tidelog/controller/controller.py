@@ -188,10 +188,12 @@ class Controller(LeaderMoves, Reassignments):
             if assignment is not None:
                 self.assignments[topic] = assignment
                 self.states.update(states)
-        for topic, assignment in self.assignments.items():
-            for partition in assignment.partitions:
-                if (topic, partition) not in self.states:  # its creator died before writing it
-                    await self._initialize_partition((topic, partition))
+        await self._initialize_partitions(  # their creator died before writing them
+            (topic, partition)
+            for topic, assignment in self.assignments.items()
+            for partition in assignment.partitions
+            if (topic, partition) not in self.states
+        )
         live = set(self.brokers)
         for key, state in list(self.states.items()):
             if state.leader not in live or not live.issuperset(state.isr):
@@ -366,14 +368,20 @@ class Controller(LeaderMoves, Reassignments):
                     [replica], ReplicaState.ONLINE if live else ReplicaState.OFFLINE
                 )
 
-    async def _initialize_partition(self, key: TopicPartition) -> None:
-        """A new partition: the first live replica leads, the live replicas are the ISR.
-        A state an earlier controller already wrote is taken as it is."""
-        replicas = self._replicas(key)
-        live = [b for b in replicas if b in self.brokers]
-        leader = live[0] if live else NO_LEADER
-        proposed = PartitionState(leader, 0, live or [replicas[0]], self.epoch)
-        self.states[key] = await self._zk(self.zk.create_partition_state, *key, proposed)
+    async def _initialize_partitions(self, keys: Iterable[TopicPartition]) -> None:
+        """New partitions: the first live replica of each leads, its live replicas are
+        the ISR. A state an earlier controller already wrote is taken as it is."""
+        by_topic: dict[str, dict[int, PartitionState]] = {}
+        for topic, partition in keys:
+            replicas = self._replicas((topic, partition))
+            live = [b for b in replicas if b in self.brokers]
+            leader = live[0] if live else NO_LEADER
+            proposed = PartitionState(leader, 0, live or [replicas[0]], self.epoch)
+            by_topic.setdefault(topic, {})[partition] = proposed
+        for topic, proposals in by_topic.items():
+            created = await self._zk(self.zk.create_partition_states, topic, proposals)
+            for partition, state in created.items():
+                self.states[(topic, partition)] = state
 
     async def _elect_leader(self, key: TopicPartition, live: Collection[int]) -> bool:
         """Move the partition to the leader and ISR the live brokers allow (an out-of-sync
@@ -507,9 +515,7 @@ class Controller(LeaderMoves, Reassignments):
         """Online-partition transition: reuse a recorded state, or elect the first live
         replica and record it; then tell the replicas and every broker."""
         keys = [(assignment.topic, index) for index in partitions]
-        for key in keys:
-            if key not in self.states:
-                await self._initialize_partition(key)
+        await self._initialize_partitions(key for key in keys if key not in self.states)
         self._record_states(keys)
         await self._send_leader_and_isr(keys)
         await self._send_update_metadata(self._leaderships(keys))
