@@ -13,8 +13,9 @@ Environment:
   and made anew.
 - ``E2E_DISK_SIZE`` (default ``1GiB``) sizes each disk.
 
-When a test fails, the state of the cluster (nodes, pods, events, the logs of the test's
-pods, the kubelet's journal) goes to ``build/e2e/logs/<test>/``, with a copy in
+When a test fails, the state of the cluster (nodes, pods, events, tidelog's resources, the
+logs of the test's pods and of the operator, the kubelet's journal) goes to
+``build/e2e/logs/<test>/``, with a copy in
 ``~/.cache/tidelog/e2e-failures/`` that outlives the checkout (the newest ten), and the
 report says so; when the cluster cannot be created, kind's own log export goes there too.
 """
@@ -264,10 +265,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     if not report.failed or report.when == "teardown" or cluster is None:
         return
     directory = LOGS / re.sub(r"[^\w.-]+", "_", item.nodeid)
-    namespaces = [
+    namespaces = [  # the test's, and the operator's
         namespace
         for value in item.funcargs.values()
-        if isinstance(namespace := getattr(value, "namespace", None), str)
+        for attribute in ("namespace", "operator_namespace")
+        if isinstance(namespace := getattr(value, attribute, None), str)
     ]
     try:
         cluster.save_state(directory, namespaces)

@@ -148,14 +148,21 @@ class KindCluster:
         )
 
     def save_state(self, directory: Path, namespaces: list[str]) -> None:
-        """What explains a failure, as files in ``directory``: nodes, pods, volumes and
-        events of the whole cluster, the logs of every pod in ``namespaces`` (with their
-        previous containers'), and each node's kubelet, containerd and pod-network
-        journal."""
+        """What explains a failure, as files in ``directory``: nodes, pods, volumes,
+        events and tidelog's custom resources of the whole cluster, the logs of every pod
+        in ``namespaces`` (with their previous containers'), and each node's kubelet,
+        containerd and pod-network journal."""
         directory.mkdir(parents=True, exist_ok=True)
         listings = {
             "nodes-and-pods.txt": ("get", "nodes,pods,pvc,pv", "--all-namespaces", "-o", "wide"),
             "events.txt": ("get", "events", "--all-namespaces", "--sort-by=.lastTimestamp"),
+            "resources.yaml": (
+                "get",
+                "clusters,topics,consumergroups",
+                "--all-namespaces",
+                "-o",
+                "yaml",
+            ),
         }
         for name, args in listings.items():
             (directory / name).write_text(self.kubectl(*args, check=False))
@@ -170,7 +177,7 @@ class KindCluster:
                         namespace,
                         pod,
                         "--all-containers",
-                        "--tail=300",
+                        "--tail=2000",
                         *previous,
                         check=False,
                     )

@@ -34,9 +34,13 @@ from kafka.errors import (
     InvalidReplicationAssignmentError,
     UnknownTopicOrPartitionError,
 )
+from kazoo.client import KazooClient
 
 from integration.broker_process import BrokerProcess
+from tidelog.admin import AdminClient as TidelogAdmin
+from tidelog.admin import AdminError
 from tidelog.protocol import ApiKey, decode_response, encode_request
+from tidelog.protocol.errors import ErrorCode
 
 SEGMENT_BYTES = 4 * 1024 * 1024  # static log.segment.bytes: a STATIC_BROKER_CONFIG source
 HOUR_MS = 60 * 60 * 1000
@@ -844,3 +848,32 @@ def test_broker_loggers_are_described_and_set(broker):
     ]
     assert [r.error_code for r in refused] == [42, 42, 42, 42]
     assert "not a supported log level" in refused[1].error_message
+
+
+# -- a broker that knows no cluster yet -----------------------------------------------------
+
+
+def test_admin_metadata_passes_over_a_broker_without_the_controllers_metadata(
+    tmp_path, zk_chroot, broker
+):
+    """A broker whose controller never answers (``/controller`` names a broker that is not
+    there) has no metadata and answers as if the cluster were empty: tidelog's admin
+    client asks the next address instead, and with no other says so, clearly and
+    retriably, rather than taking an empty cluster for the truth."""
+    zk = KazooClient(hosts=zk_chroot)
+    zk.start()
+    zk.create("/controller", b'{"version":1,"brokerid":99,"timestamp":"0"}', ephemeral=True)
+    uninformed = BrokerProcess(tmp_path / "uninformed", zk_chroot, broker_id=7).start()
+    try:
+        raw = raw_call(uninformed.bootstrap, ApiKey.METADATA, 9, {"topics": None})
+        assert raw.brokers == [] and raw.topics == []  # what Kafka answers too
+        with pytest.raises(AdminError) as caught:
+            TidelogAdmin(uninformed.bootstrap, timeout=5).metadata()
+        assert caught.value.code == ErrorCode.LEADER_NOT_AVAILABLE
+        assert "no metadata from the controller yet" in str(caught.value)
+
+        both = TidelogAdmin(f"{uninformed.bootstrap},{broker.bootstrap}", timeout=5)
+        assert [b.node_id for b in both.metadata([]).brokers] == [1]
+    finally:
+        assert uninformed.stop() == 0
+        zk.stop()

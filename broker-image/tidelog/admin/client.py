@@ -3,6 +3,7 @@ Admin API). Consumer groups and offsets: :mod:`tidelog.admin.groups`."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 from tidelog.admin.connection import BrokerConnection
@@ -13,7 +14,12 @@ from tidelog.admin.topics import TopicsMixin
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
 
-__all__ = ["AdminClient", "AdminError"]
+__all__ = ["UNINFORMED_ATTEMPTS", "AdminClient", "AdminError"]
+
+# How often each bootstrap address is asked for metadata while it knows no cluster yet,
+# and the pause between the rounds.
+UNINFORMED_ATTEMPTS = 3
+UNINFORMED_BACKOFF_S = 0.2
 
 
 def _split(address: str) -> tuple[str, int]:
@@ -39,12 +45,39 @@ class AdminClient(ConsumerGroupsMixin, TopicsMixin, MovesMixin):
         raise ConnectionError("no broker answered: " + "; ".join(errors))
 
     def metadata(self, topics: list[str] | None = None):
-        with self._connect() as connection:
-            body = {
-                "topics": None if topics is None else [{"name": t} for t in topics],
-                "allow_auto_topic_creation": False,
-            }
-            return connection.request(ApiKey.METADATA, None, body)
+        """A Metadata response from a broker that knows the cluster. A broker that has
+        had no metadata from the controller yet (one just started: it lists no live
+        broker, not even itself) answers as if the cluster were empty; it is passed
+        over for the next address, each address asked up to ``UNINFORMED_ATTEMPTS``
+        times (behind a Service, that reaches other brokers). When none knows the
+        cluster, AdminError LEADER_NOT_AVAILABLE: a caller retries later."""
+        body = {
+            "topics": None if topics is None else [{"name": t} for t in topics],
+            "allow_auto_topic_creation": False,
+        }
+        uninformed: set[str] = set()
+        unreachable: list[str] = []
+        for attempt in range(UNINFORMED_ATTEMPTS):
+            if attempt:
+                time.sleep(UNINFORMED_BACKOFF_S)
+            for host, port in self.bootstrap:
+                try:
+                    connection = BrokerConnection(host, port, timeout=self.timeout)
+                except OSError as error:
+                    unreachable.append(f"{host}:{port}: {error}")
+                    continue
+                with connection:
+                    response = connection.request(ApiKey.METADATA, None, body)
+                if response.brokers:
+                    return response
+                uninformed.add(f"{host}:{port}")
+            if not uninformed:
+                raise ConnectionError("no broker answered: " + "; ".join(unreachable))
+        raise AdminError(
+            ErrorCode.LEADER_NOT_AVAILABLE,
+            f"the brokers at {', '.join(sorted(uninformed))} have no metadata from the "
+            "controller yet (just started); try again shortly",
+        )
 
     def _controller(self) -> tuple[str, int]:
         metadata = self.metadata([])

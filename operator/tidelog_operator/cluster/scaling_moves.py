@@ -147,7 +147,13 @@ def scale_once(
         return ScaleStep(ScaleDecision("done"), {SPREAD: running} | withdrawn)
     reassigning = admin.list_reassignments()
     state = admin.cluster_state()
-    lost = _lost_replicas(admin, state.brokers) if drain else {}
+    # The log dirs and the metadata are asked one after the other: a partition created
+    # or deleted meanwhile is left for the next pass.
+    lost = {
+        tp: gone
+        for tp, gone in (_lost_replicas(admin, state.brokers) if drain else {}).items()
+        if tp in state.assignment
+    }
     # a replacement needs a live broker that holds no replica of the partition yet
     stranded = {
         tp: gone
