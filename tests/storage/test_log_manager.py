@@ -1,4 +1,5 @@
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -191,6 +192,37 @@ def test_cleaner_threads_compact_and_retention_skips_compacted_logs(tmp_path):
     finally:
         logs.shutdown()
     assert not logs.cleaner.is_running
+
+
+def test_a_topic_switched_to_compact_is_cleaned_without_waiting_out_the_backoff(tmp_path):
+    """With a back-off of an hour, only the wake-up of the config change can start it."""
+    logs = LogManager(
+        [tmp_path / "a"],
+        LogConfig(segment_bytes=600),
+        broker_id=1,
+        cleaner_config=CleanerConfig(
+            log_cleaner_backoff_ms=3_600_000, log_cleaner_dedupe_buffer_size=1 << 20
+        ),
+    )
+    logs.startup()
+    try:
+        log = logs.get_or_create_log("state", 0)
+        for round_ in range(6):
+            for key in range(5):
+                log.append_as_leader(build_batch([(f"k{key}", f"v{round_}")], timestamp=1))
+        log.roll()
+        time.sleep(0.2)  # the cleaner thread is in its back-off, having found nothing
+        compacted = LogConfig(
+            segment_bytes=600, cleanup_policy=("compact",), min_cleanable_dirty_ratio=0.01
+        )
+        logs.set_topic_config("state", compacted)
+        tp = ("state", 0)
+        deadline = time.monotonic() + 60
+        while logs.cleaner.manager.all_cleaner_checkpoints().get(tp, -1) < log.log_end_offset:
+            assert time.monotonic() < deadline, "not cleaned: the back-off was waited out"
+            time.sleep(0.01)
+    finally:
+        logs.shutdown()
 
 
 def test_offline_partition_is_not_recreated_elsewhere(tmp_path):

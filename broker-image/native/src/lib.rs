@@ -13,12 +13,26 @@
 mod offset_map;
 mod records;
 
-use offset_map::{Table, BYTES_PER_ENTRY};
+use offset_map::{Located, Table, BYTES_PER_ENTRY};
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use std::collections::VecDeque;
+
+/// Keys located ahead of the one the map is asked about: their slots' fetches overlap.
+const IN_FLIGHT: usize = 8;
+
+/// A record of the second pass waiting for its key's slot.
+struct Waiting {
+    start: usize,
+    end: usize,
+    offset: i64,
+    tombstone: bool,
+    timestamp_delta: i64,
+    located: Option<Located>,
+}
 
 create_exception!(
     tidelog_native,
@@ -111,16 +125,28 @@ fn map_keys(
         let mut map = table(buffer, capacity, size);
         let mut read = 0usize;
         let mut full = false;
+        let mut pending: VecDeque<(Located, i64)> = VecDeque::with_capacity(IN_FLIGHT + 1);
+        let mut put = |map: &mut Table, (located, offset): (Located, i64)| {
+            if !full && map.put(&located, offset).is_err() {
+                full = true;
+            }
+        };
         let scanned = records::scan(data, count, |record| {
             read += 1;
             let offset = base_offset + i64::from(record.offset_delta);
             if let Some(key) = record.key {
-                if !full && start <= offset && offset < upper && map.put(key, offset).is_err() {
-                    full = true;
+                if start <= offset && offset < upper {
+                    pending.push_back((map.locate(key), offset));
+                    if pending.len() > IN_FLIGHT {
+                        put(&mut map, pending.pop_front().expect("not empty"));
+                    }
                 }
             }
             Ok(())
         });
+        for entry in pending {
+            put(&mut map, entry);
+        }
         scanned.map(|()| (read, map.size, map.extra_probes, full))
     });
     outcome.map_err(CorruptRecordsError::new_err)
@@ -154,28 +180,55 @@ fn retain<'py>(
         let map = table(buffer, 0, 0);
         let mut kept: Vec<(usize, usize)> = Vec::new();
         let (mut invalid, mut tombstones_removed, mut max_delta) = (0usize, 0usize, i64::MIN);
+        // records waiting for their slot: (start, end, offset, tombstone, timestamp
+        // delta, the key located when the map decides)
+        let mut pending: VecDeque<Waiting> = VecDeque::with_capacity(IN_FLIGHT + 1);
+        let mut decide = |waiting: Waiting| {
+            let Waiting {
+                start,
+                end,
+                offset,
+                tombstone,
+                timestamp_delta,
+                located,
+            } = waiting;
+            let keep = match located {
+                None => true, // past the map's last offset
+                Some(located) if tombstone && !retain_deletes => {
+                    if map.get(&located) <= offset {
+                        tombstones_removed += 1;
+                    }
+                    false
+                }
+                Some(located) => map.get(&located) <= offset,
+            };
+            if keep {
+                kept.push((start, end));
+                max_delta = max_delta.max(timestamp_delta);
+            }
+        };
         records::scan(data, count, |record| {
             let Some(key) = record.key else {
                 invalid += 1;
                 return Ok(());
             };
             let offset = base_offset + i64::from(record.offset_delta);
-            let keep = if offset > latest {
-                true
-            } else if record.null_value && !retain_deletes {
-                if map.get(key) <= offset {
-                    tombstones_removed += 1;
-                }
-                false
-            } else {
-                map.get(key) <= offset
-            };
-            if keep {
-                kept.push((record.start, record.end));
-                max_delta = max_delta.max(record.timestamp_delta);
+            pending.push_back(Waiting {
+                start: record.start,
+                end: record.end,
+                offset,
+                tombstone: record.null_value,
+                timestamp_delta: record.timestamp_delta,
+                located: (offset <= latest).then(|| map.locate(key)),
+            });
+            if pending.len() > IN_FLIGHT {
+                decide(pending.pop_front().expect("not empty"));
             }
             Ok(())
         })?;
+        for waiting in pending {
+            decide(waiting);
+        }
         Ok::<_, String>((kept, invalid, tombstones_removed, max_delta))
     });
     let (kept, invalid, tombstones_removed, max_delta) =

@@ -3,6 +3,11 @@
 //! int64), open addressing with double hashing over a prime number of slots, an all-zero
 //! digest marking an empty slot. Every probe and write is the Python class's, so either
 //! may fill a map that the other reads.
+//!
+//! A lookup is split in two: [`Table::locate`] hashes the key and asks the processor to
+//! fetch its first slot, [`Table::put`] and [`Table::get`] use it later. The passes keep
+//! a few keys between the two, so that the fetches from a map far larger than the caches
+//! overlap instead of following one another.
 
 use md5::{Digest, Md5};
 
@@ -20,16 +25,36 @@ pub struct Table<'a> {
 /// The map holds `capacity` keys and a new one came.
 pub struct Full;
 
-fn digest(key: &[u8]) -> [u8; HASH_SIZE] {
-    Md5::digest(key).into()
+/// A key's digest and its first slot, located.
+#[derive(Clone, Copy)]
+pub struct Located {
+    digest: [u8; HASH_SIZE],
+    position: usize,
+}
+
+#[inline]
+fn prefetch(address: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it reads nothing and faults on no address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch(address.cast::<i8>(), core::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = address;
 }
 
 impl Table<'_> {
-    fn first_slot(&self, whole: u128) -> usize {
-        (whole % u128::from(self.slots)) as usize * BYTES_PER_ENTRY
+    /// `key`'s digest and first slot, whose bytes the processor starts fetching.
+    pub fn locate(&self, key: &[u8]) -> Located {
+        let digest: [u8; HASH_SIZE] = Md5::digest(key).into();
+        let whole = u128::from_le_bytes(digest);
+        let position = (whole % u128::from(self.slots)) as usize * BYTES_PER_ENTRY;
+        prefetch(self.buffer[position..].as_ptr());
+        Located { digest, position }
     }
 
-    fn step(&self, whole: u128) -> usize {
+    fn step(&self, digest: &[u8; HASH_SIZE]) -> usize {
+        let whole = u128::from_le_bytes(*digest);
         (((whole >> 64) % u128::from(self.slots - 1)) as usize + 1) * BYTES_PER_ENTRY
     }
 
@@ -43,17 +68,18 @@ impl Table<'_> {
             .all(|&byte| byte == 0)
     }
 
-    /// Records `offset` as the latest offset of `key`.
-    pub fn put(&mut self, key: &[u8], offset: i64) -> Result<(), Full> {
-        let digest = digest(key);
-        let whole = u128::from_le_bytes(digest);
-        let mut position = self.first_slot(whole);
+    /// Records `offset` as the latest offset of the located key.
+    pub fn put(&mut self, located: &Located, offset: i64) -> Result<(), Full> {
+        let Located {
+            digest,
+            mut position,
+        } = *located;
         if !self.holds(position, &digest) {
             if self.is_empty(position) {
                 self.add(&digest, position)?;
             } else {
                 let end = self.buffer.len();
-                let step = self.step(whole);
+                let step = self.step(&digest);
                 loop {
                     self.extra_probes += 1;
                     position += step;
@@ -84,13 +110,14 @@ impl Table<'_> {
         Ok(())
     }
 
-    /// The latest offset recorded for `key`, or -1.
-    pub fn get(&self, key: &[u8]) -> i64 {
-        let digest = digest(key);
-        let whole = u128::from_le_bytes(digest);
-        let mut position = self.first_slot(whole);
+    /// The latest offset recorded for the located key, or -1.
+    pub fn get(&self, located: &Located) -> i64 {
+        let Located {
+            digest,
+            mut position,
+        } = *located;
         let end = self.buffer.len();
-        let step = self.step(whole);
+        let mut step = 0;
         loop {
             if self.holds(position, &digest) {
                 let mut offset = [0u8; 8];
@@ -101,6 +128,9 @@ impl Table<'_> {
             }
             if self.is_empty(position) {
                 return -1;
+            }
+            if step == 0 {
+                step = self.step(&digest);
             }
             position += step;
             if position >= end {

@@ -358,11 +358,16 @@ class LogManager:
         return self.topic_configs.get(topic, self.default_config)
 
     def set_topic_config(self, topic: str, config: LogConfig) -> None:
+        """The topic's logs take ``config``; a compacted topic's are looked at by the
+        cleaner at once (a topic just switched to ``compact``, or given a lower dirty
+        ratio, need not wait out ``log.cleaner.backoff.ms``)."""
         with self._lock:
             self.topic_configs[topic] = config
             for (log_topic, _), log in self._logs.items():
                 if log_topic == topic:
                     log.update_config(config)
+        if config.compact:
+            self.cleaner.wakeup()
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
