@@ -86,6 +86,7 @@ from tidelog.server.metadata_cache import MetadataCache, PartitionMetadata
 from tidelog.server.network import SocketServer
 from tidelog.storage.cleaner import CleanerConfig
 from tidelog.storage.config import LogConfig, LogConfigError
+from tidelog.storage.errors import KafkaStorageError
 from tidelog.storage.log_manager import LogManager
 
 __all__ = ["Broker"]
@@ -548,6 +549,9 @@ class Broker:
         for topic in sorted({s.topic for s in states} - set(self._topic_overrides)):
             # A topic new to this broker: its logs start with its configs.
             await self.apply_topic_config_change(topic, announced=False)
+        new = [s for s in states if (s.topic, s.partition) not in self.replica_manager.partitions]
+        if new:  # file work (directories, index files, checkpoints) off the event loop
+            await asyncio.to_thread(self._create_logs, new)
         errors = {}
         for state in states:
             key = (state.topic, state.partition)
@@ -565,6 +569,15 @@ class Broker:
             if state.topic == OFFSETS_TOPIC and errors[key] == ErrorCode.NONE:
                 self._coordinate(state.partition)
         return ErrorCode.NONE, errors
+
+    def _create_logs(self, states: list[PartitionLeadership]) -> None:
+        """Create the logs of partitions new to this broker (in a worker thread); one
+        that cannot be created is left for become_leader_or_follower to report."""
+        for state in states:
+            with contextlib.suppress(KafkaStorageError):
+                self.log_manager.get_or_create_log(
+                    state.topic, state.partition, topic_id=state.topic_id
+                )
 
     def _coordinate(self, partition: int) -> None:
         """Coordinate the groups of an offsets partition this broker leads, and only those."""

@@ -33,6 +33,7 @@ __all__ = [
     "REPLICATION_OFFSET_CHECKPOINT",
     "CheckpointError",
     "fsync_directory",
+    "fsync_file_and_directory",
     "read_checkpoint_entries",
     "read_offset_checkpoint",
     "read_properties",
@@ -55,15 +56,30 @@ class CheckpointError(ValueError):
     """A checkpoint file that cannot be parsed; names the file and the line."""
 
 
-def write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str, *, sync: bool = True) -> None:
+    """``text`` into ``<path>.tmp``, renamed over ``path``; with ``sync`` the file and
+    then its directory are fsynced (without, the caller makes it durable later, with
+    :func:`fsync_file_and_directory`)."""
     path = Path(path)
     temporary = path.with_name(path.name + ".tmp")
     with open(temporary, "w", encoding="utf-8") as handle:
         handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
+        if sync:
+            handle.flush()
+            os.fsync(handle.fileno())
     os.replace(temporary, path)
-    fsync_directory(path.parent)
+    if sync:
+        fsync_directory(path.parent)
+
+
+def fsync_file_and_directory(path: Path) -> None:
+    """Make a file written with ``sync=False`` durable, with its name."""
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+    fsync_directory(Path(path).parent)
 
 
 def fsync_directory(directory: Path) -> None:

@@ -38,6 +38,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -47,6 +48,7 @@ from tidelog.storage.checkpoints import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     CheckpointError,
+    fsync_file_and_directory,
     read_offset_checkpoint,
     read_properties,
     write_offset_checkpoint,
@@ -57,7 +59,12 @@ from tidelog.storage.config import LogConfig
 from tidelog.storage.errors import KafkaStorageError, LogDirNotFoundError, StorageError
 from tidelog.storage.leader_epoch import LeaderEpochCheckpointError
 from tidelog.storage.log import Log, parse_topic_partition
-from tidelog.storage.partition_metadata import read_topic_id, write_topic_id
+from tidelog.storage.log_table import LogTable
+from tidelog.storage.partition_metadata import (
+    PARTITION_METADATA,
+    read_topic_id,
+    write_topic_id,
+)
 from tidelog.storage.scheduler import Scheduler
 
 __all__ = [
@@ -82,6 +89,13 @@ T = TypeVar("T")
 def _suffixed_dir_name(topic_partition: TopicPartition, suffix: str) -> str:
     """Kafka's ``<topic>-<partition>.<uuid without dashes><suffix>``."""
     return f"{topic_partition[0]}-{topic_partition[1]}.{uuid.uuid4().hex}{suffix}"
+
+
+def _flush_new_file(path: Path) -> None:
+    """Make a file that a new log wrote unflushed durable; gone already with its log
+    (deleted meanwhile), there is nothing to do."""
+    with contextlib.suppress(FileNotFoundError):
+        fsync_file_and_directory(path)
 
 
 class InconsistentBrokerIdError(StorageError):
@@ -123,8 +137,8 @@ class LogManager:
         self._lock = threading.RLock()
         # Periodic and final checkpoints may overlap; their files are written one at a time.
         self._checkpoint_lock = threading.Lock()
-        self._logs: dict[TopicPartition, Log] = {}
-        self._future_logs: dict[TopicPartition, Log] = {}
+        self._logs = LogTable()
+        self._future_logs = LogTable()
         # AlterReplicaLogDirs' directories for partitions not hosted yet.
         self._preferred_dirs: dict[TopicPartition, Path] = {}
         self.offline_dirs: dict[Path, str] = {}
@@ -339,10 +353,7 @@ class LogManager:
 
     def partition_counts(self) -> dict[Path, int]:
         """Logs per online directory, future logs included (they are its partitions soon)."""
-        counts = {d: 0 for d in self.online_dirs}
-        for log in (*list(self._logs.values()), *list(self._future_logs.values())):
-            counts[log.directory.parent] = counts.get(log.directory.parent, 0) + 1
-        return counts
+        return {d: self._logs.per_dir[d] + self._future_logs.per_dir[d] for d in self.online_dirs}
 
     def choose_dir(self) -> Path:
         """Fewest partitions first, then most free bytes; never draining or offline."""
@@ -423,8 +434,9 @@ class LogManager:
             except (OSError, LeaderEpochCheckpointError) as error:
                 self._mark_offline(parent, f"creating {topic}-{partition} failed: {error}")
                 raise KafkaStorageError(str(error)) from error
-            if topic_id is not None:
-                write_topic_id(log.directory, topic_id)
+            if topic_id is not None:  # flushed by the scheduler's thread, not here
+                write_topic_id(log.directory, topic_id, sync=False)
+                self.scheduler.submit(partial(_flush_new_file, log.directory / PARTITION_METADATA))
             self._logs[(topic, partition)] = log
             logger.info("created log %s-%d in %s", topic, partition, parent)
             return log

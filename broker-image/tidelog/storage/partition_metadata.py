@@ -25,9 +25,15 @@ PARTITION_METADATA = "partition.metadata"
 VERSION = 0
 
 
-def write_topic_id(directory: Path, topic_id: uuid.UUID) -> None:
+def write_topic_id(directory: Path, topic_id: uuid.UUID, *, sync: bool = True) -> None:
+    """Record ``topic_id``. Without ``sync`` the file is renamed into place unflushed (as
+    Kafka, which flushes it later off the path that creates a log): a crash before the
+    caller's flush leaves no file or an empty one, and such a log is adopted by the
+    next LeaderAndIsr as one written before topic ids existed."""
     encoded = base64.urlsafe_b64encode(topic_id.bytes).decode("ascii").rstrip("=")
-    write_atomically(directory / PARTITION_METADATA, f"version: {VERSION}\ntopic_id: {encoded}\n")
+    write_atomically(
+        directory / PARTITION_METADATA, f"version: {VERSION}\ntopic_id: {encoded}\n", sync=sync
+    )
 
 
 def read_topic_id(directory: Path) -> uuid.UUID | None:
