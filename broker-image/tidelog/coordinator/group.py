@@ -88,6 +88,10 @@ class Member:
     # The JoinGroup / SyncGroup response this member waits for, if any.
     awaiting_join: asyncio.Future | None = None
     awaiting_sync: asyncio.Future | None = None
+    # When the session ends without news from the member (event loop time), and the
+    # timer that looks then (see GroupCoordinator's _schedule_session).
+    session_deadline: float = field(default=0.0, compare=False)
+    session_timer: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
 
     def metadata(self, protocol: str) -> bytes:
         return next((data for name, data in self.protocols if name == protocol), b"")

@@ -41,7 +41,7 @@ from tidelog.coordinator.offsets_records import (
     encode_key,
 )
 from tidelog.protocol.errors import ErrorCode
-from tidelog.records.builder import build_batch
+from tidelog.records.builder import build_keyed_batch
 from tidelog.replication.replica_manager import ReplicaManager
 
 __all__ = [
@@ -293,8 +293,10 @@ class GroupCoordinator(MembershipMixin, OffsetsMixin):
         """Append as the partition's leader and wait for its ISR, like acks=all."""
         if partition not in self._owned:
             return ErrorCode.NOT_COORDINATOR
-        batch = build_batch(records, timestamp=self._clock_ms())
-        result = self.replica_manager.append(OFFSETS_TOPIC, partition, batch, acks=-1)
+        batch = build_keyed_batch(records, self._clock_ms())
+        result = self.replica_manager.append(
+            OFFSETS_TOPIC, partition, batch, acks=-1, validate=False
+        )
         error = result.error
         if not error:
             deadline = asyncio.get_running_loop().time() + self.config.commit_timeout_ms / 1000

@@ -441,10 +441,30 @@ class MembershipMixin:
             self._try_complete_join(group)
 
     def _schedule_session(self, group: Group, member: Member) -> None:
-        self._call_later(
-            (group.group_id, member.member_id),
-            member.session_timeout_ms,
-            self._session_expired,
-            group,
-            member.member_id,
-        )
+        """The member's session lasts ``session.timeout.ms`` from now. News from a member
+        (a heartbeat, a commit) only moves its deadline: the timer already armed is kept
+        when it fires no later than that, and looks again then (:meth:`_session_due`),
+        so that a request arms no timer of its own."""
+        loop = asyncio.get_running_loop()
+        member.session_deadline = loop.time() + member.session_timeout_ms / 1000
+        key = (group.group_id, member.member_id)
+        armed = self._timers.get(key)
+        ours = armed is not None and armed is member.session_timer
+        if ours and armed.when() <= member.session_deadline:
+            return
+        self._arm_session(group, member, member.session_timeout_ms)
+
+    def _arm_session(self, group: Group, member: Member, delay_ms: float) -> None:
+        key = (group.group_id, member.member_id)
+        self._call_later(key, delay_ms, self._session_due, group, member.member_id)
+        member.session_timer = self._timers[key]
+
+    def _session_due(self, group: Group, member_id: str) -> None:
+        """A session timer fired: the session ends, unless news moved its deadline."""
+        member = group.members.get(member_id)
+        if member is not None:
+            left = member.session_deadline - asyncio.get_running_loop().time()
+            if left > 0:
+                self._arm_session(group, member, left * 1000)
+                return
+        self._session_expired(group, member_id)

@@ -9,6 +9,7 @@ defaults. Unknown tagged fields read from the wire are kept in ``_unknown_tagged
 
 from __future__ import annotations
 
+import keyword
 import threading
 from collections.abc import Callable
 from operator import attrgetter
@@ -22,7 +23,9 @@ __all__ = ["Struct", "field_default", "message_classes"]
 class Struct:
     """Base of every message and nested struct class.
 
-    ``Cls(**fields)`` sets the given fields and defaults the others; ``Cls.from_dict(d)``
+    ``Cls(**fields)`` sets the given fields and defaults the others (each message class
+    gets an ``__init__`` compiled for its fields, see :func:`_compile_init`; an unknown
+    field is a TypeError); ``Cls.from_dict(d)``
     does the same from (nested) dicts; ``obj.to_dict()`` is the inverse. Equality compares
     every field.
     """
@@ -104,6 +107,43 @@ def field_default(field: FieldSpec, classes: dict[str, type[Struct]]) -> tuple[A
     return field.default_value(), False
 
 
+_MISSING = object()
+
+
+def _unknown_field(obj: Struct, unknown: dict[str, Any]) -> None:
+    raise TypeError(f"{type(obj).__qualname__} has no field {next(iter(unknown))!r}")
+
+
+def _compile_init(cls: type[Struct]) -> None:
+    """Give ``cls`` an ``__init__`` written for its fields (keyword-only, defaults as the
+    class declares them): what :meth:`Struct.__init__` does, without its loops over the
+    fields and its checks by name, which cost most of the making of a response. A class
+    with a field named like a Python keyword keeps the general one."""
+    names = [name for name, _ in (*cls._constants, *cls._factories)]
+    if any(keyword.iskeyword(name) or name.startswith("_") for name in names):
+        return
+    scope: dict[str, Any] = {"_MISSING": _MISSING}
+    parameters, lines = [], []
+    for index, (name, value) in enumerate(cls._constants):
+        scope[f"_default{index}"] = value
+        parameters.append(f"{name}=_default{index}")
+        lines.append(f"self.{name} = {name}")
+    for index, (name, factory) in enumerate(cls._factories):
+        scope[f"_factory{index}"] = factory
+        parameters.append(f"{name}=_MISSING")
+        lines.append(f"self.{name} = _factory{index}() if {name} is _MISSING else {name}")
+    lines.append("self._unknown_tagged_fields = _unknown_tagged_fields")
+    lines.append("if unknown:")
+    lines.append("    _unknown_field(self, unknown)")
+    scope["_unknown_field"] = _unknown_field
+    signature = ", ".join([*parameters, "_unknown_tagged_fields=()", "**unknown"])
+    source = f"def __init__(self, *, {signature}):\n" + "".join(f"    {line}\n" for line in lines)
+    exec(source, scope)  # the source is made above from the class's field names
+    init = scope["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init
+
+
 _lock = threading.Lock()
 _classes: dict[str, dict[str, type[Struct]]] = {}
 
@@ -150,6 +190,7 @@ def _create_classes(spec: MessageSpec) -> dict[str, type[Struct]]:
         if cls._fields:
             # attrgetter is not a descriptor: no staticmethod needed.
             cls._values = attrgetter(*cls._fields)
+        _compile_init(cls)
     top = classes[spec.name]
     for name, cls in classes.items():
         if cls is not top:

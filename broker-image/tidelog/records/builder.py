@@ -29,6 +29,7 @@ from .compression import CompressionType, compress
 from .control import ControlRecordType, encode_control_key, encode_end_txn_marker
 from .crc import crc32c
 from .record import Record, encode_record
+from .varint import encode_varint
 
 __all__ = [
     "CREATE_TIME",
@@ -36,6 +37,7 @@ __all__ = [
     "Entry",
     "build_batch",
     "build_control_batch",
+    "build_keyed_batch",
     "encode_batch",
 ]
 
@@ -43,6 +45,9 @@ CREATE_TIME = 0
 LOG_APPEND_TIME = 1
 
 _CRC = struct.Struct(">I")
+_varint = encode_varint
+_NO_HEADERS = encode_varint(0)
+_NULL_TAIL = encode_varint(-1) + _NO_HEADERS  # a null value, then no headers
 
 
 def encode_batch(
@@ -206,6 +211,49 @@ def build_batch(
         compression=compression,
         **batch_fields,
     )
+
+
+def build_keyed_batch(pairs: Sequence[tuple[bytes, bytes | None]], timestamp: int) -> bytes:
+    """The batch :func:`build_batch` makes of ``(key, value)`` byte pairs that share
+    ``timestamp`` (no headers, no compression, no producer), written without its
+    generality: what the broker appends for itself (the group coordinator's records),
+    where the per-record cost is the cost of a commit."""
+    if not pairs:
+        raise ValueError("build_keyed_batch needs at least one record")
+    parts = []
+    append = parts.append
+    for offset_delta, (key, value) in enumerate(pairs):
+        # attributes 0 and timestampDelta 0, then offsetDelta, key and value
+        body = [b"\x00\x00", _varint(offset_delta), _varint(len(key)), key]
+        if value is None:
+            body.append(_NULL_TAIL)
+        else:
+            body += (_varint(len(value)), value, _NO_HEADERS)
+        record = b"".join(body)
+        append(_varint(len(record)))
+        append(record)
+    section = b"".join(parts)
+    buffer = bytearray(BATCH_HEADER_SIZE + len(section))
+    BATCH_HEADER_STRUCT.pack_into(
+        buffer,
+        0,
+        0,
+        BATCH_HEADER_SIZE - LOG_OVERHEAD + len(section),
+        -1,
+        MAGIC_V2,
+        0,
+        0,
+        len(pairs) - 1,
+        timestamp,
+        timestamp,
+        -1,
+        -1,
+        -1,
+        len(pairs),
+    )
+    buffer[BATCH_HEADER_SIZE:] = section
+    _CRC.pack_into(buffer, CRC_OFFSET, crc32c(memoryview(buffer)[ATTRIBUTES_OFFSET:]))
+    return bytes(buffer)
 
 
 def build_control_batch(

@@ -254,7 +254,11 @@ class ReplicaManager:
 
     # -- produce ------------------------------------------------------------------------------
 
-    def append(self, topic: str, index: int, records, *, acks: int) -> AppendResult:
+    def append(
+        self, topic: str, index: int, records, *, acks: int, validate: bool = True
+    ) -> AppendResult:
+        """Append as the partition's leader; ``validate=False`` for batches the broker
+        built itself (:meth:`Log.append_as_leader`)."""
         partition, error = self.leader_partition(topic, index)
         if partition is None:
             return AppendResult(error)
@@ -267,7 +271,8 @@ class ReplicaManager:
             )
         try:
             info = self.log_manager.guarded(
-                log, lambda: log.append_as_leader(records, partition.leader_epoch)
+                log,
+                lambda: log.append_as_leader(records, partition.leader_epoch, validate=validate),
             )
         except RecordsError as error:
             return AppendResult(ErrorCode(error.error_code), message=str(error))

@@ -237,31 +237,37 @@ class Log:
 
     # -- append --------------------------------------------------------------------------
 
-    def append_as_leader(self, records, leader_epoch: int = 0) -> AppendInfo:
+    def append_as_leader(
+        self, records, leader_epoch: int = 0, *, validate: bool = True
+    ) -> AppendInfo:
         """Validate a producer's batches and append them with offsets assigned here.
 
         Offsets are assigned without copying a batch: each batch is written as a new
         16-byte prefix (baseOffset, batchLength, partitionLeaderEpoch) followed by the
         producer's bytes from the magic byte on, in one ``pwritev``. Raises a
         ``RecordsError`` subclass (carrying its Kafka error code) and writes nothing
-        when any batch is invalid.
+        when any batch is invalid. ``validate=False`` is for batches the broker built
+        itself in memory (the group coordinator's), which are not checked again.
         """
-        validated = validate_producer_records(
-            records,
-            max_message_bytes=self.config.max_message_bytes,
-            require_keys=self.config.compact,
-        )
+        if validate:
+            headers = validate_producer_records(
+                records,
+                max_message_bytes=self.config.max_message_bytes,
+                require_keys=self.config.compact,
+            ).batches
+        else:
+            headers = tuple(iter_batch_headers(records))
         if self.config.message_timestamp_type == "LogAppendTime":
-            return self._append_with_log_append_time(records, validated.batches, leader_epoch)
+            return self._append_with_log_append_time(records, headers, leader_epoch)
         view = memoryview(records).cast("B")
         with self._lock:
-            duplicate = self.producer_state.check(validated.batches)
+            duplicate = self.producer_state.check(headers)
             if duplicate is not None:
                 return _duplicate_info(duplicate)
             first_offset = next_offset = self._next_offset
             self.leader_epochs.assign(leader_epoch, first_offset)
             pieces, batches = [], []
-            for header in validated.batches:
+            for header in headers:
                 start = header.position
                 pieces.append(assigned_prefix(header, next_offset, leader_epoch))
                 pieces.append(view[start + PREFIX_SIZE : start + header.size])

@@ -1,0 +1,27 @@
+"""build_keyed_batch: the bytes build_batch makes of the same keyed records, one timestamp."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tidelog.records.builder import build_batch, build_keyed_batch
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pairs=st.lists(
+        st.tuples(st.binary(max_size=300), st.one_of(st.none(), st.binary(max_size=300))),
+        min_size=1,
+        max_size=40,
+    ),
+    timestamp=st.integers(min_value=0, max_value=(1 << 62)),
+)
+def test_the_same_bytes_as_build_batch(pairs, timestamp):
+    assert build_keyed_batch(pairs, timestamp) == build_batch(pairs, timestamp=timestamp)
+
+
+def test_an_empty_batch_is_refused():
+    with pytest.raises(ValueError, match="at least one record"):
+        build_keyed_batch([], 0)
