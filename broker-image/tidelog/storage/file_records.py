@@ -23,6 +23,7 @@ __all__ = ["FileRecords", "FileSlice", "LogOffsetPosition"]
 
 # Header scans read this much at a time, so small batches cost one read per page.
 _READ_AHEAD = 4096
+_SCAN_CHUNK = 1 << 20  # bytes a whole-batch scan reads at once
 _MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
 _IOV_MAX = os.sysconf("SC_IOV_MAX")
 
@@ -122,10 +123,35 @@ class FileRecords:
             yield header
             position += header.size
 
-    def batches(self, start: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
-        """Whole batches with their bytes, for scans that check or decode them."""
-        for header in self.batch_headers(start):
-            yield header, self.read(header.position, header.size)
+    def batches(self, start: int = 0) -> Iterator[tuple[BatchHeader, memoryview]]:
+        """Whole batches with their bytes, for scans that check or decode them (a log
+        recovery): read ``_SCAN_CHUNK`` bytes at a time, a larger batch whole, and
+        handed out as views into that read; stops at the first bad frame."""
+        limit = self._size
+        position = start
+        chunk_size = _SCAN_CHUNK
+        while position + BATCH_HEADER_SIZE <= limit:
+            chunk = os.pread(self._fd, min(chunk_size, limit - position), position)
+            view = memoryview(chunk)
+            offset = 0
+            while offset + BATCH_HEADER_SIZE <= len(chunk):
+                header = read_batch_header(chunk, offset, position + offset)
+                if (
+                    header.batch_length < _MIN_BATCH_LENGTH
+                    or position + offset + header.size > limit
+                ):
+                    return
+                if offset + header.size > len(chunk):
+                    break  # the batch continues past this read: the next one starts here
+                yield header, view[offset : offset + header.size]
+                offset += header.size
+            if offset == 0:  # one batch larger than a read: read it whole
+                if len(chunk) < BATCH_HEADER_SIZE:
+                    return
+                chunk_size = read_batch_header(chunk, 0, position).size
+                continue
+            position += offset
+            chunk_size = _SCAN_CHUNK
 
     def search_for_offset_with_size(
         self, target_offset: int, starting_position: int

@@ -26,9 +26,9 @@ class OffsetPosition(NamedTuple):
 class OffsetIndex(AbstractIndex[OffsetPosition]):
     ENTRY = struct.Struct(">ii")
 
-    def _after_entries_changed(self) -> None:
+    def _after_entries_changed(self, last_raw: tuple | None = None) -> None:
         if self._entries:
-            relative, _ = self._raw(self._entries - 1)
+            relative, _ = last_raw or self._raw(self._entries - 1)
             self.last_offset = self.base_offset + relative
         else:
             self.last_offset = self.base_offset

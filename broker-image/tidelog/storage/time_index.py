@@ -29,9 +29,9 @@ class TimestampOffset(NamedTuple):
 class TimeIndex(AbstractIndex[TimestampOffset]):
     ENTRY = struct.Struct(">qi")
 
-    def _after_entries_changed(self) -> None:
+    def _after_entries_changed(self, last_raw: tuple | None = None) -> None:
         if self._entries:
-            self.last_entry = self._parse(self._raw(self._entries - 1))
+            self.last_entry = self._parse(last_raw or self._raw(self._entries - 1))
         else:
             self.last_entry = TimestampOffset(NO_TIMESTAMP, self.base_offset)
 
