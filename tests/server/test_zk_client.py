@@ -236,6 +236,24 @@ def test_partition_states_are_created_at_once_and_existing_ones_kept(zk):
     assert zk.partition_state("many", 299) == created[299]
 
 
+def test_partition_states_are_updated_at_once_each_on_its_own_version(zk):
+    """Many conditional writes in one call: a state written since its version was read
+    is not overwritten (None), the others get their new versions."""
+    partitions = {p: [1, 2] for p in range(50)}
+    zk.create_topic(TopicAssignment("isrs", new_uuid(), partitions), {})
+    created = zk.create_partition_states(
+        "isrs", {p: PartitionState(1, 0, [1], 1) for p in partitions}
+    )
+    zk.update_partition_state("isrs", 3, replace(created[3], isr=[1, 2]))  # moves it to v1
+    wanted = {("isrs", p): replace(created[p], isr=[1, 2]) for p in partitions}
+    wanted[("isrs", 3)] = replace(created[3], isr=[2])  # still on version 0: stale
+    versions = zk.update_partition_states(wanted)
+    assert versions[("isrs", 3)] is None
+    assert all(versions[("isrs", p)] == 1 for p in partitions if p != 3)
+    assert zk.partition_state("isrs", 3).isr == [1, 2]
+    assert zk.partition_state("isrs", 49).isr == [1, 2]
+
+
 def test_producer_id_blocks_do_not_overlap(zk, zk_chroot):
     other = KafkaZkClient(zk_chroot)
     other.start()

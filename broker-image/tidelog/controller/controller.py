@@ -222,10 +222,7 @@ class Controller(LeaderMoves, Reassignments):
         for name in names:
             changed.update(await self._zk(self.zk.isr_change_partitions, name))
         known = [key for key in sorted(changed) if key in self.states]
-        for key in known:
-            state = await self._zk(self.zk.partition_state, *key)
-            if state is not None:
-                self.states[key] = state
+        self.states.update(await self._zk(self.zk.partition_states, known))
         if known:
             await self._send_update_metadata(self._leaderships(known))
         await self._zk(self.zk.delete_isr_change_notifications, names)

@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TypeVar
 
@@ -573,11 +573,22 @@ class KafkaZkClient:
                 self.zk.delete(path, recursive=True)
 
     def partition_state(self, topic: str, partition: int) -> PartitionState | None:
-        try:
-            data, stat = self.zk.get(partition_state_path(topic, partition))
-        except NoNodeError:
-            return None
-        return PartitionState.decode(data, stat.version)
+        return self.partition_states([(topic, partition)]).get((topic, partition))
+
+    def partition_states(
+        self, keys: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], PartitionState]:
+        """The states of many partitions, read in one pipelined round trip; a partition
+        without a state is left out."""
+        pending = {key: self.zk.get_async(partition_state_path(*key)) for key in keys}
+        states = {}
+        for key, result in pending.items():
+            try:
+                data, stat = result.get()
+            except NoNodeError:
+                continue
+            states[key] = PartitionState.decode(data, stat.version)
+        return states
 
     def create_partition_states(
         self, topic: str, states: Mapping[int, PartitionState]
@@ -613,18 +624,36 @@ class KafkaZkClient:
         """Conditional on the version the state was read at; returns the new version.
         Raises StalePartitionStateError when the znode changed meanwhile, unless to this
         very state: a write made again after the connection lost its answer."""
-        try:
-            stat = self.zk.set(
-                partition_state_path(topic, partition), state.encode(), version=state.zk_version
-            )
-        except (BadVersionError, NoNodeError):
-            current = self.partition_state(topic, partition)
-            if current is not None and replace(current, zk_version=state.zk_version) == state:
-                return current.zk_version
+        version = self.update_partition_states({(topic, partition): state})[(topic, partition)]
+        if version is None:
             raise StalePartitionStateError(
                 f"the state of {topic}-{partition} changed since version {state.zk_version}"
-            ) from None
-        return stat.version
+            )
+        return version
+
+    def update_partition_states(
+        self, states: Mapping[tuple[str, int], PartitionState]
+    ) -> dict[tuple[str, int], int | None]:
+        """:meth:`update_partition_state` of many partitions, pipelined (one round trip
+        for all): each partition's new version, None where its state changed meanwhile."""
+        pending = {
+            key: self.zk.set_async(
+                partition_state_path(*key), state.encode(), version=state.zk_version
+            )
+            for key, state in states.items()
+        }
+        versions: dict[tuple[str, int], int | None] = {}
+        for key, result in pending.items():
+            try:
+                versions[key] = result.get().version
+            except (BadVersionError, NoNodeError):
+                state = states[key]
+                current = self.partition_state(*key)
+                same = (
+                    current is not None and replace(current, zk_version=state.zk_version) == state
+                )
+                versions[key] = current.zk_version if same else None
+        return versions
 
     # -- ISR changes (a leader announces them; the controller spreads them) ---------------
 

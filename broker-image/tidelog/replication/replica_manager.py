@@ -42,9 +42,9 @@ logger = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 # Writes a leader's new ISR to the partition state in ZooKeeper, conditional on the
-# znode version the partition holds; returns the new version, or None when the state
-# changed meanwhile (the controller's LeaderAndIsr will tell the truth).
-IsrWriter = Callable[[Partition, list[int]], Awaitable[int | None]]
+# znode version each partition holds; returns each new version, or None where the
+# state changed meanwhile (the controller's LeaderAndIsr will tell the truth).
+IsrWriter = Callable[[list[tuple[Partition, list[int]]]], Awaitable[list[int | None]]]
 
 
 @dataclass
@@ -94,6 +94,8 @@ class ReplicaManager:
         self._num_fetchers = num_fetchers
         self._endpoint_of = endpoint_of
         self._isr_writer = isr_writer
+        self._isr_changes: dict[TopicPartition, tuple[Partition, list[int], int]] = {}
+        self._isr_writes: asyncio.Task | None = None
         self._clock_ms = clock_ms
         self._follower_quota = follower_quota  # for the fetchers (None: unthrottled)
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
@@ -396,16 +398,30 @@ class ReplicaManager:
         if self._isr_writer is None:
             return
         partition.isr_change_in_flight = True
-        asyncio.get_running_loop().create_task(self._write_isr(partition, isr))
-
-    async def _write_isr(self, partition: Partition, isr: list[int]) -> None:
         key = (partition.topic, partition.index)
-        epoch = partition.leader_epoch
-        try:
-            version = await self._isr_writer(partition, isr)
-        except Exception:
-            logger.exception("%s-%d: writing the ISR %s failed", *key, isr)
-            version = None
+        self._isr_changes[key] = (partition, isr, partition.leader_epoch)
+        if self._isr_writes is None or self._isr_writes.done():
+            self._isr_writes = asyncio.get_running_loop().create_task(self._write_isrs())
+
+    async def _write_isrs(self) -> None:
+        """Write the pending ISR changes, all in one write, until none are left: changes
+        made while a write is out go in the next one (a broker that catches up on a
+        thousand partitions makes a few writes, not a thousand)."""
+        while self._isr_changes:
+            changes = list(self._isr_changes.values())
+            self._isr_changes = {}
+            try:
+                versions = await self._isr_writer([(p, isr) for p, isr, _ in changes])
+            except Exception:
+                logger.exception("writing the ISRs of %d partitions failed", len(changes))
+                versions = [None] * len(changes)
+            for (partition, isr, epoch), version in zip(changes, versions, strict=True):
+                self._isr_written(partition, isr, epoch, version)
+
+    def _isr_written(
+        self, partition: Partition, isr: list[int], epoch: int, version: int | None
+    ) -> None:
+        key = (partition.topic, partition.index)
         if self.partitions.get(key) is not partition or partition.leader_epoch != epoch:
             return  # the controller changed the partition meanwhile
         if version is None:

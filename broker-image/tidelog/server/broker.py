@@ -52,7 +52,6 @@ from tidelog.controller.zk_client import (
     SESSION_ERRORS,
     BrokerIdTakenError,
     KafkaZkClient,
-    StalePartitionStateError,
     TopicExistsError,
     config_change_number,
 )
@@ -171,7 +170,7 @@ class Broker:
             ),
             num_fetchers=config["num.replica.fetchers"],
             endpoint_of=self._inter_broker_endpoint,
-            isr_writer=self._write_isr,
+            isr_writer=self._write_isrs,
             follower_quota=self.follower_quota,
         )
         self.log_dir_mover = LogDirMover(self.replica_manager, quota=self.alter_log_dirs_quota)
@@ -469,28 +468,34 @@ class Broker:
         except SESSION_ERRORS as error:  # the controller learns it at re-registration
             logger.warning("log dir failure not announced: no ZooKeeper (%r)", error)
 
-    async def _write_isr(self, partition, isr: list[int]) -> int | None:
-        """A leader's ISR change: the partition state in ZooKeeper, conditional on the
-        version it holds, then an /isr_change_notification for the controller; the new
-        version, or None when the state changed meanwhile (a controller decision wins)."""
-        state = PartitionState(
-            partition.leader,
-            partition.leader_epoch,
-            isr,
-            partition.controller_epoch,
-            partition.zk_version,
-        )
-        key = (partition.topic, partition.index)
+    async def _write_isrs(self, changes: list[tuple[object, list[int]]]) -> list[int | None]:
+        """Leaders' ISR changes: the partition states in ZooKeeper, each conditional on
+        the version it holds, written together, then one /isr_change_notification for
+        the controller naming them; each new version, or None where the state changed
+        meanwhile (a controller decision wins) or ZooKeeper is away (a later check tries
+        again)."""
+        states = {
+            (p.topic, p.index): PartitionState(
+                p.leader, p.leader_epoch, isr, p.controller_epoch, p.zk_version
+            )
+            for p, isr in changes
+        }
         try:
-            version = await asyncio.to_thread(self.zk.update_partition_state, *key, state)
-        except StalePartitionStateError:
-            logger.info("%s-%d: ISR %s not written: the state changed meanwhile", *key, isr)
-            return None
-        except SESSION_ERRORS as error:  # a later check tries again
-            logger.warning("%s-%d: ISR %s not written: no ZooKeeper (%r)", *key, isr, error)
-            return None
-        await asyncio.to_thread(self.zk.announce_isr_changes, [key])
-        return version
+            versions = await asyncio.to_thread(self.zk.update_partition_states, states)
+        except SESSION_ERRORS as error:
+            logger.warning(
+                "ISRs of %d partitions not written: no ZooKeeper (%r)", len(states), error
+            )
+            return [None] * len(changes)
+        for key, version in versions.items():
+            if version is None:
+                logger.info(
+                    "%s-%d: ISR %s not written: the state changed meanwhile", *key, states[key].isr
+                )
+        written = [key for key, version in versions.items() if version is not None]
+        if written:
+            await asyncio.to_thread(self.zk.announce_isr_changes, written)
+        return [versions[(p.topic, p.index)] for p, _ in changes]
 
     def _inter_broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         registration = self.metadata.brokers.get(broker_id)
