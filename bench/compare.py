@@ -9,8 +9,10 @@ pinned. Each runs S1 (produce), S2 (consume), S3 (end-to-end latency), S6 (RSS),
 ``bench/spark_job.py``) run once per system, in its first session. Then come the cluster sessions,
 alternating the same way: three brokers of one system run S7 (replicated produce: 6
 partitions, RF=3, acks=all and acks=1) and S8 (failover time after a kill -9 of a
-partition leader). Last, four brokers of each system run S11 (partition reassignment
-under load, with and without a throttle; ``bench/reassignment.py``). The same load
+partition leader). Then four brokers of each system run S11 (partition reassignment
+under load, with and without a throttle; ``bench/reassignment.py``), and last three
+brokers of each system run S13 (a broker of 1,000 partitions restarted after a clean
+stop and after a kill -9; ``bench/restart.py``). The same load
 generators run unchanged against both: Kafka's
 ``kafka-producer-perf-test`` and ours (``bench/loadgen.py`` and, for the groups,
 ``bench/groupload.py``; confluent-kafka).
@@ -46,6 +48,7 @@ import confluent_kafka
 import groupload
 import loadgen
 import reassignment
+import restart
 import spark_job
 from confluent_kafka.admin import (
     AdminClient,
@@ -55,6 +58,8 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 from kafka_broker import KAFKA_HEAP, KafkaBroker, kafka_libs
+from kazoo.client import KazooClient
+from kazoo.protocol.states import EventType
 
 from tidelog.server.process import BrokerProcess
 from tidelog.zookeeper import ZooKeeperServer, find_java
@@ -124,6 +129,8 @@ class Scale:
     s11_throttle_mb: float  # the throttle of S11's second move, MB/s
     s12_ticks: int  # read by Spark's batch source and by the streaming query
     s12_latency_seconds: float  # of paced ticks for the tick-to-bar latency
+    s13_partitions: int
+    s13_megabytes: int  # written before each of S13's two restarts
     sessions: int
     cluster_sessions: int
 
@@ -149,6 +156,8 @@ FULL = Scale(
     s11_throttle_mb=20,
     s12_ticks=100_000,
     s12_latency_seconds=60,
+    s13_partitions=1000,
+    s13_megabytes=1024,
     sessions=4,
     cluster_sessions=2,
 )
@@ -173,6 +182,8 @@ QUICK = Scale(
     s11_throttle_mb=5,
     s12_ticks=20_000,
     s12_latency_seconds=15,
+    s13_partitions=40,
+    s13_megabytes=16,
     sessions=2,
     cluster_sessions=2,
 )
@@ -186,9 +197,10 @@ S9_ASSIGNORS = ("range", "cooperative-sticky")  # librdkafka's eager default, in
 S10_PARTITIONS = 12  # offsets per commit
 S10_WINDOW = 16  # asynchronous commits in flight
 S12_PARTITIONS = 6
-SCENARIOS = tuple(f"S{n}" for n in range(1, 13))
+SCENARIOS = tuple(f"S{n}" for n in range(1, 14))
 CLUSTER_SCENARIOS = {"S7", "S8"}
 REASSIGNMENT_SCENARIOS = {"S11"}
+RESTART_SCENARIOS = {"S13"}
 
 
 # --------------------------------------------------------------------------------------
@@ -269,6 +281,7 @@ class Session:
         cls = KafkaBroker if system == "kafka" else BrokerProcess
         settings = BROKER_SETTINGS | (CLUSTER_SETTINGS if size > 1 else {})
         self.system, self.number = system, number
+        self.connect = connect
         self.directory = work / name
         self.brokers = {
             i: cls(self.directory / f"broker-{i}", connect, broker_id=i, overrides=dict(settings))
@@ -652,15 +665,47 @@ def s7_replicated_produce(session: Session, scale: Scale) -> None:
     session.record("S7", "during S7", "-", f"peak RSS, sum of {CLUSTER_SIZE}", peak.peak, "MB")
 
 
+class RegistrationWatch:
+    """When a broker's ZooKeeper registration (``/brokers/ids/<id>``) disappears: the
+    moment its session expired and the cluster could first know it is gone."""
+
+    def __init__(self, connect: str, broker_id: int):
+        self._client = KazooClient(hosts=connect)
+        self._client.start(timeout=30)
+        self._gone = threading.Event()
+        self.expired_at: float | None = None
+        if self._client.exists(f"/brokers/ids/{broker_id}", watch=self._changed) is None:
+            self._seen_gone()
+
+    def _changed(self, event) -> None:
+        if event.type == EventType.DELETED:
+            self._seen_gone()
+
+    def _seen_gone(self) -> None:
+        self.expired_at = time.perf_counter()
+        self._gone.set()
+
+    def wait(self, timeout: float = 120) -> float:
+        if not self._gone.wait(timeout):
+            raise TimeoutError("the killed broker's registration did not go")
+        self._client.stop()
+        self._client.close()
+        return self.expired_at
+
+
 def kill_leader(session: Session, topic: str, producer: loadgen.PacedProducer) -> tuple:
     """kill -9 the leader of ``topic``-0 while ``producer`` writes to it; returns the
-    killed broker's id and the seconds from the kill to the first acknowledgement of a
-    record sent after it."""
+    killed broker's id, the seconds from the kill to the first acknowledgement of a
+    record sent after it, and the seconds from the expiry of its ZooKeeper session to
+    that acknowledgement."""
     producer.first_ack_after(time.perf_counter())  # acknowledgements are flowing
     leader = session.partitions(topic)[0].leader
+    registration = RegistrationWatch(session.connect, leader)
     killed_at = time.perf_counter()
     session.brokers[leader].kill()
-    return leader, producer.first_ack_after(killed_at)
+    seconds = producer.first_ack_after(killed_at)
+    after_expiry = killed_at + seconds - registration.wait()
+    return leader, seconds, after_expiry
 
 
 def rejoin(session: Session, topic: str, broker_id: int) -> None:
@@ -678,15 +723,20 @@ def s8_failover(session: Session, scale: Scale) -> None:
     timeout = CLUSTER_SETTINGS["zookeeper.session.timeout.ms"]
     case = f"kill -9 leader, zk session {timeout} ms"
     session.create_topic(topic, 1, REPLICATED_TOPIC)
-    times = []
+    times, after_expiry = [], []
     with loadgen.PacedProducer(session.bootstrap, topic) as producer:
         for repeat in range(1, scale.s8_failovers + 1):
-            killed, seconds = kill_leader(session, topic, producer)
+            killed, seconds, expired = kill_leader(session, topic, producer)
             times.append(seconds)
+            after_expiry.append(expired)
             session.record("S8", case, "loadgen", "failover time", seconds, "s")
+            session.record("S8", case, "loadgen", "after session expiry", expired, "s")
             if repeat < scale.s8_failovers:
                 rejoin(session, topic, killed)
     session.record("S8", case, "loadgen", "failover median", statistics.median(times), "s")
+    session.record(
+        "S8", case, "loadgen", "after session expiry, median", statistics.median(after_expiry), "s"
+    )
 
 
 def s9_rebalance(session: Session, scale: Scale) -> None:
@@ -1035,8 +1085,11 @@ def write_report(
         "record sent after the kill. Both systems use "
         f"`zookeeper.session.timeout.ms={CLUSTER_SETTINGS['zookeeper.session.timeout.ms']}`"
         ": a kill -9'd broker is noticed only when its session expires, so that timeout "
-        "dominates the failover time",
+        "dominates the failover time; after session expiry = from the moment the killed "
+        "broker's registration left ZooKeeper to that acknowledgement (what the brokers and "
+        "the client add to the expiry)",
         reassignment.settings_line(scale.s11_throttle_mb),
+        restart.settings_line(scale.s13_partitions, scale.s13_megabytes),
         "",
         "## Results",
         "",
@@ -1076,7 +1129,7 @@ def run_sessions(
     scenarios: set[str],
 ) -> list[Session]:
     """The single-broker sessions in ``order``, then the cluster sessions, then S11's
-    four-broker sessions (one per system, Kafka first)."""
+    four-broker sessions and S13's three-broker ones (one per system, Kafka first)."""
     sessions = []
     for number, system in enumerate(order):
         first = system not in order[:number]
@@ -1095,6 +1148,14 @@ def run_sessions(
             print(f"== {system} reassignment session {number}", flush=True)
             with sessions[-1] as session:
                 reassignment.s11_reassignment(session, scale.s11_megabytes, scale.s11_throttle_mb)
+            shutil.rmtree(sessions[-1].directory, ignore_errors=True)
+    if scenarios & RESTART_SCENARIOS:
+        for system in SYSTEMS:
+            number = len(sessions)
+            sessions.append(Session(system, number, work, zookeeper, size=restart.S13_BROKERS))
+            print(f"== {system} restart session {number}", flush=True)
+            with sessions[-1] as session:
+                restart.s13_restart(session, scale.s13_partitions, scale.s13_megabytes)
             shutil.rmtree(sessions[-1].directory, ignore_errors=True)
     return sessions
 
@@ -1127,7 +1188,7 @@ def main() -> None:
     scale = QUICK if args.quick else FULL
     if args.cluster_sessions is not None:
         scale = dataclasses.replace(scale, cluster_sessions=args.cluster_sessions)
-    single = args.scenarios - CLUSTER_SCENARIOS - REASSIGNMENT_SCENARIOS
+    single = args.scenarios - CLUSTER_SCENARIOS - REASSIGNMENT_SCENARIOS - RESTART_SCENARIOS
     order = alternating(scale.sessions if args.sessions is None else args.sessions)
     order = order if single else []
     clustered = args.scenarios & CLUSTER_SCENARIOS
@@ -1165,6 +1226,8 @@ def main() -> None:
     order += [f"{system} cluster" for system in cluster_order]
     if args.scenarios & REASSIGNMENT_SCENARIOS:
         order += [f"{system} reassignment" for system in SYSTEMS]
+    if args.scenarios & RESTART_SCENARIOS:
+        order += [f"{system} restart" for system in SYSTEMS]
     report = write_report(stem, scale, order, sessions, time.monotonic() - began, software)
     print(f"wrote {report.relative_to(ROOT) if report.is_relative_to(ROOT) else report}")
 

@@ -1,5 +1,6 @@
 """Smoke test of ``make bench``'s harness: a tiny run against both systems (single
-brokers, with S12's Spark job, then 3-broker clusters, then 4-broker reassignments)
+brokers, with S12's Spark job, then 3-broker clusters, then 4-broker reassignments, then
+3-broker restarts)
 writes a report with a figure of each system for every scenario, and its plots.
 
 It asserts that the harness measures, never what it measured: no timing assertion.
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIOS = {f"S{n}" for n in range(1, 13)}
+SCENARIOS = {f"S{n}" for n in range(1, 14)}
 SYSTEMS = ("kafka", "tidelog")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -65,6 +66,21 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path):
         assert len(completed) == 2, f"{system}: S11 completed {completed}"
         shares = [r["value"] for r in s11 if r["metric"] == "copy rate / throttle"]
         assert len(shares) == 1 and shares[0] > 0, f"{system}: {shares}"
+
+    # Each restarted a broker after a clean stop and after a kill -9, and saw it serve
+    # and rejoin every ISR.
+    for system in SYSTEMS:
+        s13 = {
+            (r["case"].rsplit(", ", 1)[-1], r["metric"]): r["value"]
+            for r in rows
+            if r["system"] == system and r["scenario"] == "S13"
+        }
+        assert sorted(s13) == [
+            (stop, metric)
+            for stop in ("clean stop", "kill -9")
+            for metric in ("until in every ISR", "until serving")
+        ], f"{system}: {s13}"
+        assert all(value > 0 for value in s13.values()), f"{system}: {s13}"
 
     # The same Spark job read every tick in batch and through the streaming query, and
     # saw bars arrive after the ticks that closed them.
