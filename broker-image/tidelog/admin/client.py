@@ -62,9 +62,9 @@ class AdminClient(ConsumerGroupsMixin, TopicsMixin, MovesMixin):
                 time.sleep(UNINFORMED_BACKOFF_S)
             for host, port in self.bootstrap:
                 try:
-                    connection = BrokerConnection(host, port, timeout=self.timeout)
-                except OSError as error:
-                    unreachable.append(f"{host}:{port}: {error}")
+                    connection = self._connect((host, port))
+                except ConnectionError as error:
+                    unreachable.append(str(error).removeprefix("no broker answered: "))
                     continue
                 with connection:
                     response = connection.request(ApiKey.METADATA, None, body)
