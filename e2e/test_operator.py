@@ -265,7 +265,7 @@ def test_a_config_change_and_a_new_disk_roll_every_broker_while_a_producer_runs(
     (claim templates are immutable); its pods run on until the roll restarts them with
     the new log dir, where a new topic's replicas then go first (the fewest partitions)."""
     producer = _steady_producer(deployment, 3000, "roll")
-    before = deployment.get("statefulset/events-broker")["status"]["updateRevision"]
+    before = _update_revision(deployment)
     patch = {
         "spec": {
             "brokers": {"config": {"num.io.threads": 4}},
@@ -275,10 +275,10 @@ def test_a_config_change_and_a_new_disk_roll_every_broker_while_a_producer_runs(
     deployment.kubectl("patch", "cluster/events", "--type=merge", "--patch", json.dumps(patch))
 
     def rolled() -> bool:
-        revision = deployment.get("statefulset/events-broker")["status"]["updateRevision"]
+        revision = _update_revision(deployment)
         pods = broker_pods(deployment).values()
         return (
-            revision != before
+            revision not in (None, before)
             and all(p["metadata"]["labels"]["controller-revision-hash"] == revision for p in pods)
             and deployment.condition("cluster/events", "Progressing").get("reason") == "Idle"
             and deployment.condition("cluster/events", "Ready").get("status") == "True"
@@ -305,6 +305,14 @@ def test_a_config_change_and_a_new_disk_roll_every_broker_while_a_producer_runs(
         "jsonpath={.items[*].message}",
     )
     assert sorted(set(re.findall(r"broker (\d) runs an old revision", events))) == ["0", "1", "2"]
+
+
+def _update_revision(deployment: OperatorDeployment) -> str | None:
+    """The brokers' StatefulSet's update revision; None just after it is made anew (a
+    new disk: deleted and created again), before its controller writes a status. While
+    it is gone, ``get`` raises ClusterError, which ``wait_for`` reads as not yet."""
+    status = deployment.get("statefulset/events-broker").get("status") or {}
+    return status.get("updateRevision")
 
 
 def test_a_removed_disk_is_drained_before_the_brokers_restart_without_it(deployment):
