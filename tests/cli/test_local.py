@@ -19,6 +19,9 @@ from kazoo.client import KazooClient
 from integration.acked_writes import ContinuousProducer, assert_acknowledged_records_kept
 from integration.cluster import wait_until
 from tidelog.admin import AdminClient
+from tidelog.admin.connection import BrokerConnection
+from tidelog.protocol import ApiKey
+from tidelog.protocol.errors import ErrorCode
 
 TIDELOG_LOCAL = Path(sys.executable).with_name("tidelog-local")
 
@@ -91,6 +94,10 @@ def test_start_describes_the_cluster_and_sigterm_stops_it(tmp_path):
         str(base_port),
         "--log-dirs-per-broker",
         "3",
+        "--override",
+        "num.partitions=4",
+        "--override",
+        "auto.create.topics.enable=false",
     ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -116,6 +123,22 @@ def test_start_describes_the_cluster_and_sigterm_stops_it(tmp_path):
         assert demo.error_code == 0 and len(demo.partitions) == 6
         # Replicated on every broker when there are fewer than three.
         assert all(sorted(p.replica_nodes) == [1, 2] for p in demo.partitions)
+
+        # The overrides reached every broker: the default partition count, and no
+        # topic made by a Metadata request.
+        for broker in brokers:
+            assert "auto.create.topics.enable=false" in Path(broker["config"]).read_text()
+        admin = AdminClient(cluster["bootstrap"])
+        admin.create_topic("defaults")
+        (defaults,) = admin.metadata(["defaults"]).topics
+        assert len(defaults.partitions) == 4
+        with BrokerConnection("127.0.0.1", brokers[0]["port"]) as connection:
+            asked = connection.request(
+                ApiKey.METADATA,
+                None,
+                {"topics": [{"name": "never-made"}], "allow_auto_topic_creation": True},
+            )
+        assert asked.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=60)
@@ -246,6 +269,10 @@ def test_restart_broker_without_a_running_start_is_one_line_and_status_1(tmp_pat
             ["--brokers", "1", "--replication-factor", "2"],
             "--replication-factor must be between 1 and --brokers",
         ),
+        (["--override", "num.partitions"], "--override expects key=value"),
+        (["--override", "num.partitons=3"], "--override num.partitons: not a broker config"),
+        (["--override", "num.partitions=three"], "--override num.partitions=three:"),
+        (["--override", "broker.id=7"], "--override broker.id: tidelog-local sets it"),
     ],
 )
 def test_bad_arguments_get_one_line_and_exit_2(tmp_path, arguments, message):

@@ -2,7 +2,9 @@
 in the foreground (``start``), and its brokers stopped and started one by one
 (``stop-broker``, ``restart-broker``) to try failover.
 
-``make run`` runs ``start``. Data lives under ``--dir`` and survives restarts. Once every
+``make run`` runs ``start``. ``--override key=value`` (repeatable) sets a broker property
+of every broker, checked as the broker checks it before anything starts. Data lives
+under ``--dir`` and survives restarts. Once every
 broker answers, ``<dir>/cluster.json`` describes the cluster for scripts and tests: the
 bootstrap address (every broker, as a client is configured, whether up or not), the
 ZooKeeper connect string and, per broker, its id, port, whether it runs, its pid (null
@@ -40,6 +42,7 @@ from pathlib import Path
 
 from tidelog.admin import AdminClient
 from tidelog.cli.local_control import ControlError, ControlServer, request
+from tidelog.server.config import BROKER_CONFIGS, ConfigError
 from tidelog.server.process import BrokerProcess
 from tidelog.zookeeper import ZooKeeperError, ZooKeeperServer
 
@@ -79,6 +82,14 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         help="its replication factor (default: 3, or the number of brokers when fewer)",
     )
+    start.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker property for every broker, as tidelog-server --override (repeatable; "
+        "e.g. num.partitions=3, auto.create.topics.enable=false)",
+    )
     for name, help_text in (
         ("restart-broker", "start a broker of the running cluster again"),
         ("stop-broker", "stop a broker of the running cluster (controlled shutdown)"),
@@ -91,8 +102,37 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What tidelog-local sets for each broker itself.
+_MANAGED_PROPERTIES = frozenset({"broker.id", "listeners", "log.dirs", "zookeeper.connect"})
+
+
+def _overrides(items: list[str]) -> tuple[dict[str, str], str | None]:
+    """``--override key=value`` arguments as properties, each checked as a broker checks
+    it; the first problem as one line, or None."""
+    properties: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            return properties, f"--override expects key=value, got {item!r}"
+        if key in _MANAGED_PROPERTIES:
+            return properties, f"--override {key}: tidelog-local sets it for each broker"
+        definition = BROKER_CONFIGS.get(key)
+        if definition is None:
+            return properties, f"--override {key}: not a broker config"
+        try:
+            definition.parse(value)
+        except ConfigError as error:
+            return properties, f"--override {key}={value}: {error}"
+        properties[key] = value
+    return properties, None
+
+
 def _check(args: argparse.Namespace) -> str | None:
     """The first problem with the arguments, as one line, or None."""
+    args.properties, problem = _overrides(args.override)
+    if problem is not None:
+        return problem
     if args.replication_factor is None:
         args.replication_factor = min(3, args.brokers)
     if args.brokers < 1:
@@ -278,8 +318,11 @@ def start(args: argparse.Namespace) -> int:
                 broker_id=index + 1,
                 port=args.base_port + index,
                 log_dirs=args.log_dirs_per_broker,
-                # the offsets topic waits for this many alive brokers
-                overrides={"offsets.topic.replication.factor": str(min(3, args.brokers))},
+                # the offsets topic waits for this many alive brokers (unless overridden)
+                overrides={
+                    "offsets.topic.replication.factor": str(min(3, args.brokers)),
+                    **args.properties,
+                },
             )
             brokers.append(broker.start())
             print(f"broker {index + 1}    {broker.bootstrap}  (log: {broker.log_path})", flush=True)
