@@ -76,7 +76,7 @@ $(STAMP): pyproject.toml
 
 # The log cleaner's compiled helper (broker-image/native/, Rust through maturin): built
 # once into a wheel that the venv and the broker image install. Cargo comes from rustup
-# (https://rustup.rs); its crates from crates.io.
+# (https://rustup.rs); its crates from Rust's package registry.
 NATIVE_DIR := broker-image/native
 NATIVE_SOURCES := $(NATIVE_DIR)/Cargo.toml $(NATIVE_DIR)/Cargo.lock $(NATIVE_DIR)/pyproject.toml \
     $(wildcard $(NATIVE_DIR)/src/*.rs)
