@@ -38,14 +38,22 @@ def _error_topics(topic_class, partition_class, results: dict) -> list:
 
 
 async def handle_offset_commit(broker, header, request, context):
+    """Commits to partitions the cluster does not have (a topic unknown, or deleted, a
+    partition past its count) are answered UNKNOWN_TOPIC_OR_PARTITION, each, and stored
+    nowhere, as Kafka does; the others in the same request go to the coordinator."""
     version = header.request_api_version
-    offsets = {
-        (topic.name, p.partition_index): OffsetCommit(
-            p.committed_offset, p.committed_leader_epoch, p.committed_metadata
-        )
-        for topic in request.topics
-        for p in topic.partitions
-    }
+    offsets, unknown = {}, {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            key = (topic.name, p.partition_index)
+            if broker.metadata.partition(*key) is None:
+                unknown[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                offsets[key] = OffsetCommit(
+                    p.committed_offset, p.committed_leader_epoch, p.committed_metadata
+                )
+    if not offsets:
+        return _offset_commit_response(unknown)
     results = await broker.group_coordinator.commit_offsets(
         request.group_id,
         # v0 commits carry no generation: they are a plain store of offsets.
@@ -55,6 +63,10 @@ async def handle_offset_commit(broker, header, request, context):
         offsets,
         retention_ms=request.retention_time_ms if 2 <= version <= 4 else -1,
     )
+    return _offset_commit_response(results | unknown)
+
+
+def _offset_commit_response(results: dict) -> object:
     return OffsetCommitResponse(
         throttle_time_ms=0,
         topics=_error_topics(
