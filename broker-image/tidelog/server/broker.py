@@ -641,15 +641,35 @@ class Broker:
     # -- helpers for handlers ------------------------------------------------------------------
 
     async def auto_create_topic(self, name: str) -> ErrorCode:
-        """Metadata's auto-creation with the broker defaults (only on the controller)."""
-        if not self.controller.is_active:
-            return ErrorCode.LEADER_NOT_AVAILABLE
+        """Metadata's auto-creation with the broker defaults, from whichever broker is
+        asked (as Kafka's): the assignment is written to ZooKeeper here, and the
+        controller brings the topic online. NONE once written (or written already by
+        someone else); the topic has leaders a moment later."""
         try:
             plan = plan_topic(self, name, -1, -1, [], {})
         except TopicRequestError as error:
             return error.code
-        failures = await self.controller.add_topics([TopicAssignment(name, new_uuid(), plan)], {})
-        return ErrorCode.NONE if failures.get(name) is None else ErrorCode.LEADER_NOT_AVAILABLE
+        try:
+            await self._write_new_topic(TopicAssignment(name, new_uuid(), plan), {})
+        except TopicExistsError:
+            return ErrorCode.NONE
+        except Exception:
+            logger.exception("auto-creating topic %s failed", name)
+            return ErrorCode.LEADER_NOT_AVAILABLE
+        logger.info("created topic %s on a client's Metadata request", name)
+        return ErrorCode.NONE
+
+    async def _write_new_topic(self, assignment: TopicAssignment, configs: dict[str, str]) -> None:
+        """A topic the broker creates itself: through the controller's queue on the
+        controller, else straight into ZooKeeper, whose watch brings it to the
+        controller. Raises TopicExistsError when the topic exists already."""
+        if not self.controller.is_active:
+            await asyncio.to_thread(self.zk.create_topic, assignment, configs)
+            return
+        topic = assignment.topic
+        failure = (await self.controller.add_topics([assignment], {topic: configs}))[topic]
+        if failure is not None:
+            raise failure
 
     async def create_offsets_topic(self) -> str | None:
         """``__consumer_offsets``, on the first FindCoordinator: compacted, with
@@ -692,14 +712,7 @@ class Broker:
             return
         assignment = TopicAssignment(OFFSETS_TOPIC, new_uuid(), plan)
         try:
-            if self.controller.is_active:
-                failure = (
-                    await self.controller.add_topics([assignment], {OFFSETS_TOPIC: configs})
-                )[OFFSETS_TOPIC]
-                if failure is not None and not isinstance(failure, TopicExistsError):
-                    raise failure
-            else:
-                await asyncio.to_thread(self.zk.create_topic, assignment, configs)
+            await self._write_new_topic(assignment, configs)
         except TopicExistsError:
             return
         except Exception:
