@@ -17,6 +17,7 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka import KafkaException
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import (
     AdminClient,
@@ -474,6 +475,58 @@ def alter_cluster_defaults(broker, operations) -> None:
         },
     )
     assert response.responses[0].error_code == 0, response.responses[0].error_message
+
+
+def test_deprecated_and_newer_topic_configs_are_accepted_and_listed(broker, kadmin, cadmin):
+    """Kafka 3.9 accepts the deprecated message.format.version (and ignores it: every
+    log is record batch v2) and lists its newer topic keys: the compression levels and
+    tiered storage's, which a broker without a remote tier refuses to turn on."""
+    create(kadmin, "versions", configs={"message.format.version": "0.10.2"})
+    resource = KConfigResource(ConfigResourceType.TOPIC, "versions")
+
+    def described():
+        return kadmin.describe_configs([resource], config_filter="all")["topic"]["versions"]
+
+    configs = described()
+    assert configs["message.format.version"]["value"] == "0.10.2"
+    assert configs["message.format.version"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
+    defaults = {
+        "compression.gzip.level": "-1",
+        "compression.lz4.level": "9",
+        "compression.zstd.level": "3",
+        "local.retention.ms": "-2",
+        "local.retention.bytes": "-2",
+        "remote.storage.enable": "false",
+    }
+    assert {key: configs[key]["value"] for key in defaults} == defaults
+    kadmin.alter_configs(
+        [
+            KConfigResource(
+                ConfigResourceType.TOPIC,
+                "versions",
+                {"message.format.version": "2.8", "compression.zstd.level": "12"},
+            )
+        ]
+    )
+    configs = described()
+    assert configs["message.format.version"]["value"] == "2.8"
+    assert configs["compression.zstd.level"]["value"] == "12"
+    produce(broker, "versions", 3)  # a v2 log whatever the deprecated key says
+    refused = cadmin.incremental_alter_configs(
+        [
+            ConfigResource(
+                "TOPIC",
+                "versions",
+                incremental_configs=[
+                    ConfigEntry(
+                        "remote.storage.enable", "true", incremental_operation=AlterConfigOpType.SET
+                    )
+                ],
+            )
+        ]
+    )
+    with pytest.raises(KafkaException, match="tiered storage is not available"):
+        cresult(refused)
 
 
 # -- AlterConfigs / IncrementalAlterConfigs ---------------------------------------------------

@@ -18,6 +18,8 @@ from tidelog.records import (
     build_control_batch,
     iter_decoded_batches,
 )
+from tidelog.records.batch import BATCH_HEADER_SIZE
+from tidelog.records.compression import compress, decompress
 from tidelog.storage.cleaner import (
     Cleaner,
     CleanerError,
@@ -216,6 +218,31 @@ def test_whole_batches_are_copied_and_empty_ones_dropped(tmp_path, clock):
     assert [b.header.base_offset for b in batches] == [2, 4]
     stored = log.segments[0].log.read(0, batches[0].header.size)
     assert stored[8:12] == untouched[8:12] and stored[16:] == untouched[16:]
+
+
+@pytest.mark.parametrize(
+    ("codec", "setting", "level"),
+    [
+        (CompressionType.GZIP, "compression_gzip_level", 1),
+        (CompressionType.LZ4, "compression_lz4_level", 12),
+        (CompressionType.ZSTD, "compression_zstd_level", 19),
+    ],
+)
+def test_a_rebuilt_batch_is_compressed_at_the_topics_level(tmp_path, clock, codec, setting, level):
+    """compression.<codec>.level: where the cleaner compresses a batch again, it uses the
+    log's level (the bytes are what that level makes of the kept records)."""
+    log = open_log(tmp_path, clock, **{setting: level})
+    produce(log, [(f"k{i % 4}", f"value-{i:04d}-" * 20) for i in range(40)], compression=codec)
+    produce(log, [("k0", "last")])
+    log.roll()
+
+    clean_log(log, OffsetMap(24 * 100), now_ms=T0)
+
+    rebuilt = decoded_batches(log)[0]
+    stored = log.segments[0].log.read(0, rebuilt.header.size)
+    section = decompress(codec, stored[BATCH_HEADER_SIZE:])
+    assert stored[BATCH_HEADER_SIZE:] == compress(codec, section, level)
+    assert stored[BATCH_HEADER_SIZE:] != compress(codec, section)  # not the default level
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,7 @@ def encode_batch(
     partition_leader_epoch: int = -1,
     last_offset_delta: int | None = None,
     delete_horizon: bool = False,
+    compression_level: int | None = None,
 ) -> bytes:
     """The complete bytes of one batch holding ``records``, CRC included.
 
@@ -73,7 +74,8 @@ def encode_batch(
     pass the append time). ``last_offset_delta`` defaults to the largest offset delta; an
     empty batch (as compaction leaves behind) must give it, and its max timestamp defaults
     to ``base_timestamp``. ``delete_horizon`` sets the flag that marks ``base_timestamp``
-    as the delete horizon. Out-of-range fields raise ``ValueError``.
+    as the delete horizon; ``compression_level`` the codec's level (None: the library's
+    default). Out-of-range fields raise ``ValueError``.
     """
     codec = CompressionType.from_id(compression)
     if timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
@@ -93,7 +95,7 @@ def encode_batch(
 
     section = b"".join([encode_record(record) for record in records])
     if codec is not CompressionType.NONE:
-        section = compress(codec, section)
+        section = compress(codec, section, compression_level)
 
     attributes = codec.value
     if timestamp_type == LOG_APPEND_TIME:

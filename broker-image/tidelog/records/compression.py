@@ -83,9 +83,10 @@ class CompressionType(IntEnum):
 # --- gzip ------------------------------------------------------------------------------
 
 
-def _gzip_compress(data) -> bytes:
+def _gzip_compress(data, level: int | None) -> bytes:
     # A fixed header (mtime 0, no name) keeps the output deterministic.
-    compressor = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, 31)
+    level = zlib.Z_DEFAULT_COMPRESSION if level is None else level
+    compressor = zlib.compressobj(level, zlib.DEFLATED, 31)
     return compressor.compress(data) + compressor.flush()
 
 
@@ -111,7 +112,7 @@ def _gzip_decompress(data) -> bytes:
 # --- snappy ----------------------------------------------------------------------------
 
 
-def _snappy_compress(data) -> bytes:
+def _snappy_compress(data, level: int | None) -> bytes:
     return bytes(cramjam.snappy.compress_raw(data))
 
 
@@ -139,9 +140,12 @@ def _snappy_decompress(data) -> bytes:
 # --- lz4 -------------------------------------------------------------------------------
 
 
-def _lz4_compress(data) -> bytes:
+def _lz4_compress(data, level: int | None) -> bytes:
+    # Kafka's levels run to 17; the library's high-compression levels stop at its maximum.
+    level = 0 if level is None else min(level, lz4.frame.COMPRESSIONLEVEL_MAX)
     return lz4.frame.compress(
         data,
+        compression_level=level,
         block_size=lz4.frame.BLOCKSIZE_MAX64KB,
         block_linked=False,
         content_checksum=False,
@@ -165,8 +169,10 @@ _ZSTD_COMPRESSOR = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
 _ZSTD_DECOMPRESSOR = zstandard.ZstdDecompressor()
 
 
-def _zstd_compress(data) -> bytes:
-    return _ZSTD_COMPRESSOR.compress(data)
+def _zstd_compress(data, level: int | None) -> bytes:
+    if level is None or level == _ZSTD_LEVEL:
+        return _ZSTD_COMPRESSOR.compress(data)
+    return zstandard.ZstdCompressor(level=level).compress(data)
 
 
 def _zstd_decompress(data) -> bytes:
@@ -190,12 +196,14 @@ _DECOMPRESSORS = {
 }
 
 
-def compress(codec: int, data) -> bytes:
-    """Compress ``data`` with ``codec`` (a :class:`CompressionType` or its id)."""
+def compress(codec: int, data, level: int | None = None) -> bytes:
+    """Compress ``data`` with ``codec`` (a :class:`CompressionType` or its id), at
+    ``level`` (Kafka's ``compression.<codec>.level``; None: the library's default, what
+    a producer of these libraries writes)."""
     codec = CompressionType.from_id(codec)
     if codec is CompressionType.NONE:
         return bytes(data)
-    return _COMPRESSORS[codec](data)
+    return _COMPRESSORS[codec](data, level)
 
 
 def decompress(codec: int, data) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -11,6 +12,8 @@ __all__ = ["LogConfig", "LogConfigError"]
 _WEEK_MS = 7 * 24 * 60 * 60 * 1000
 _LONG_MAX = 2**63 - 1
 _INT_MAX = 2**31 - 1
+# A version message.format.version names: 0.8.0 ... 2.8, 3.0-IV1 (Kafka's MetadataVersion).
+_MESSAGE_FORMAT_VERSION = re.compile(r"\d+\.\d+(\.\d+)?(-IV\d+)?")
 
 
 class LogConfigError(ValueError):
@@ -41,6 +44,11 @@ class LogConfig:
     # Topic configs the storage engine does not act on itself but that a topic carries
     # (Kafka accepts them on every topic; replication and produce paths read them).
     compression_type: str = "producer"
+    # Levels a broker uses where it compresses a batch itself (a cleaned batch, an old
+    # format converted on append); Kafka 3.8's KIP-390 defaults (-1: zlib's default).
+    compression_gzip_level: int = -1
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
     flush_messages: int = _LONG_MAX
     flush_ms: int = _LONG_MAX
     follower_replication_throttled_replicas: str = ""
@@ -52,6 +60,13 @@ class LogConfig:
     min_insync_replicas: int = 1
     preallocate: bool = False
     unclean_leader_election_enable: bool = False
+    # Tiered storage (KIP-405): accepted with its defaults, as a broker without a remote
+    # storage system accepts them; remote.storage.enable=true is refused.
+    local_retention_ms: int = -2
+    local_retention_bytes: int = -2
+    remote_storage_enable: bool = False
+    # Deprecated (KIP-724): accepted and ignored, every log being record batch v2.
+    message_format_version: str = "3.0-IV1"
 
     def __post_init__(self) -> None:
         if not 14 <= self.segment_bytes <= _INT_MAX:
@@ -74,6 +89,10 @@ class LogConfig:
             ("flush.messages", self.flush_messages, 1, _LONG_MAX),
             ("flush.ms", self.flush_ms, 0, _LONG_MAX),
             ("min.insync.replicas", self.min_insync_replicas, 1, _INT_MAX),
+            ("compression.lz4.level", self.compression_lz4_level, 1, 17),
+            ("compression.zstd.level", self.compression_zstd_level, -131072, 22),
+            ("local.retention.ms", self.local_retention_ms, -2, _LONG_MAX),
+            ("local.retention.bytes", self.local_retention_bytes, -2, _LONG_MAX),
         ):
             if not low <= value <= high:
                 raise LogConfigError(f"{key} must be between {low} and {high}, got {value}")
@@ -84,9 +103,33 @@ class LogConfig:
             raise LogConfigError("min.cleanable.dirty.ratio must be between 0 and 1")
         if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
             raise LogConfigError("message.timestamp.type must be CreateTime or LogAppendTime")
+        if self.compression_gzip_level != -1 and not 1 <= self.compression_gzip_level <= 9:
+            raise LogConfigError(
+                f"compression.gzip.level must be -1 or between 1 and 9, "
+                f"got {self.compression_gzip_level}"
+            )
+        if self.remote_storage_enable:
+            raise LogConfigError(
+                "remote.storage.enable: tiered storage is not available on these brokers "
+                "(remote.log.storage.system.enable is false)"
+            )
+        if not _MESSAGE_FORMAT_VERSION.fullmatch(self.message_format_version):
+            raise LogConfigError(
+                f"message.format.version: {self.message_format_version!r} is not a Kafka "
+                "version such as 2.8 or 3.0-IV1"
+            )
         codecs = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
         if self.compression_type not in codecs:
             raise LogConfigError(f"compression.type must be one of {', '.join(codecs)}")
+
+    def compression_level(self, codec: str) -> int | None:
+        """The level this log compresses ``codec`` (a Kafka codec name) with, or None
+        for a codec without levels."""
+        return {
+            "gzip": self.compression_gzip_level,
+            "lz4": self.compression_lz4_level,
+            "zstd": self.compression_zstd_level,
+        }.get(codec)
 
     @property
     def compact(self) -> bool:

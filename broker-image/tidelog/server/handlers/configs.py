@@ -118,6 +118,33 @@ TOPIC_CONFIGS: dict[str, TopicKey] = {
     "compression.type": TopicKey(
         _T.STRING, "compression.type", "Codec of stored batches; producer keeps the producer's."
     ),
+    "compression.gzip.level": TopicKey(
+        _T.INT, "compression.gzip.level", "gzip level where the broker compresses (-1: zlib's)."
+    ),
+    "compression.lz4.level": TopicKey(
+        _T.INT, "compression.lz4.level", "lz4 level where the broker compresses (1-17)."
+    ),
+    "compression.zstd.level": TopicKey(
+        _T.INT, "compression.zstd.level", "zstd level where the broker compresses."
+    ),
+    "local.retention.bytes": TopicKey(
+        _T.LONG,
+        "log.local.retention.bytes",
+        "Tiered storage's local retention in bytes (-2: retention.bytes); no remote tier here.",
+    ),
+    "local.retention.ms": TopicKey(
+        _T.LONG,
+        "log.local.retention.ms",
+        "Tiered storage's local retention in ms (-2: retention.ms); no remote tier here.",
+    ),
+    "message.format.version": TopicKey(
+        _T.STRING,
+        "log.message.format.version",
+        "Deprecated: ignored, every log is record batch v2 (old formats are converted).",
+    ),
+    "remote.storage.enable": TopicKey(
+        _T.BOOLEAN, None, "Tiered storage for the topic: not available on these brokers."
+    ),
     "delete.retention.ms": TopicKey(
         _T.LONG, "log.cleaner.delete.retention.ms", "How long tombstones survive compaction."
     ),

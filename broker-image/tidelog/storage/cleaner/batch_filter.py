@@ -18,6 +18,8 @@ cleaner verifies every batch's CRC first, and appends validated the records.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tidelog.records.batch import (
     ATTRIBUTES_OFFSET,
     BATCH_HEADER_SIZE,
@@ -29,7 +31,7 @@ from tidelog.records.batch import (
     TIMESTAMP_TYPE_FLAG,
     BatchHeader,
 )
-from tidelog.records.compression import compress, decompress
+from tidelog.records.compression import CompressionType, compress, decompress
 from tidelog.records.crc import crc32c
 from tidelog.records.errors import CorruptRecordError
 from tidelog.records.varint import decode_varint, decode_varlong
@@ -135,15 +137,22 @@ def scan_records(data: bytes, count: int) -> list[ScannedRecord]:
     return found
 
 
-def rebuild_batch(header: BatchHeader, kept: bytes, count: int, max_timestamp_delta: int) -> bytes:
+def rebuild_batch(
+    header: BatchHeader,
+    kept: bytes,
+    count: int,
+    max_timestamp_delta: int,
+    levels: Callable[[str], int | None] = lambda codec: None,
+) -> bytes:
     """The batch of ``header`` holding only the ``count`` records whose bytes are ``kept``
     (taken from its decompressed records section, back to back), compressed again with
-    the batch's codec; ``max_timestamp_delta`` is the largest of their timestamp deltas."""
+    the batch's codec at ``levels(codec name)`` (the log's ``compression.<codec>.level``);
+    ``max_timestamp_delta`` is the largest of their timestamp deltas."""
     section = kept
     attributes = header.attributes
     codec = attributes & COMPRESSION_CODEC_MASK
     if codec:
-        section = compress(codec, section)
+        section = compress(codec, section, levels(CompressionType(codec).name))
     if attributes & TIMESTAMP_TYPE_FLAG:
         max_timestamp = header.max_timestamp
     else:

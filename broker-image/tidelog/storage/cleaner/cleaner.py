@@ -62,6 +62,7 @@ from tidelog.storage.cleaner.record_passes import RecordPasses
 from tidelog.storage.segment import MAX_RELATIVE_OFFSET
 
 if TYPE_CHECKING:
+    from tidelog.storage.config import LogConfig
     from tidelog.storage.log import Log
     from tidelog.storage.segment import LogSegment
 
@@ -391,7 +392,7 @@ class Cleaner:
             writer = _SegmentWriter(cleaned, self.io_buffer_size)
             for segment in group:
                 retain_deletes = segment.last_modified_ms > delete_horizon_ms
-                self._clean_into(tp, segment, writer, retain_deletes, stats)
+                self._clean_into(tp, segment, writer, retain_deletes, log.config, stats)
             writer.flush()
             cleaned.on_become_inactive()
             cleaned.flush()
@@ -413,11 +414,13 @@ class Cleaner:
         segment: LogSegment,
         writer: _SegmentWriter,
         retain_deletes: bool,
+        log_config: LogConfig,
         stats: CleanerStats,
     ) -> None:
         offset_map = self.offset_map
         retain = self.passes.retain
         check_done = self.check_done
+        levels = log_config.compression_level
         for header, chunk in _iter_batches(segment, 0, self.io_buffer_size):
             check_done(tp)
             stats.bytes_read += header.batch_length + LOG_OVERHEAD
@@ -437,9 +440,10 @@ class Cleaner:
             if kept.section is None:
                 writer.copy(chunk, header)
             elif kept.count:
-                writer.add(
-                    rebuild_batch(header, kept.section, kept.count, kept.max_timestamp_delta)
+                batch = rebuild_batch(
+                    header, kept.section, kept.count, kept.max_timestamp_delta, levels
                 )
+                writer.add(batch)
 
 
 def _verify_crc(chunk: bytes, header: BatchHeader, segment: LogSegment) -> None:
