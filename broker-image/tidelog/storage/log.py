@@ -31,6 +31,7 @@ from tidelog.records.batch import (
     iter_batch_headers,
     rewrite_base_offset_and_epoch,
 )
+from tidelog.records.legacy import legacy_magic, read_message_set, to_record_batch
 from tidelog.records.validation import validate_producer_records, validate_replicated_records
 from tidelog.storage.checkpoints import fsync_directory
 from tidelog.storage.config import LogConfig
@@ -247,8 +248,16 @@ class Log:
         producer's bytes from the magic byte on, in one ``pwritev``. Raises a
         ``RecordsError`` subclass (carrying its Kafka error code) and writes nothing
         when any batch is invalid. ``validate=False`` is for batches the broker built
-        itself in memory (the group coordinator's), which are not checked again.
+        itself in memory (the group coordinator's), which are not checked again. A
+        message set of magic 0 or 1 (an old producer's) is checked and converted into
+        one record batch v2 first, as Kafka's LogValidator does.
         """
+        if legacy_magic(records) is not None:  # an old producer's message set
+            records = to_record_batch(
+                read_message_set(records, require_keys=self.config.compact),
+                target_codec=self.config.compression_type,
+                levels=self.config.compression_level,
+            )
         if validate:
             headers = validate_producer_records(
                 records,

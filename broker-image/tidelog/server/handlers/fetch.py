@@ -4,7 +4,9 @@
 The broker answers at once when the data gathered reaches ``min_bytes`` or a partition
 has an error; otherwise it waits in purgatory until the high watermark (consumers) or
 the log end (followers) of a fetched partition moves, or ``max_wait_ms``, then reads
-again. Records go out as file slices, sent with sendfile. Fetch sessions are not kept:
+again. Records go out as file slices, sent with sendfile; a consumer fetching below v4
+gets them converted to the message format of its version (magic 1, or 0 below v2), read
+into memory. Fetch sessions are not kept:
 session id 0 tells clients to send full fetches, which every client supports.
 
 Replication throttles (seed 003 修改主题限速, Kafka's ``shouldLeaderThrottle``): a
@@ -24,6 +26,7 @@ import time
 
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
+from tidelog.records.legacy import down_convert
 from tidelog.replication.quota import ReplicationQuota
 
 __all__ = ["handle_fetch"]
@@ -56,7 +59,21 @@ def _leader_throttles(
     return not in_sync and quota.is_exceeded()
 
 
-def _read_all(broker, topics, max_bytes: int, isolation_level: int, replica_id: int):
+def _old_format(broker, topic: str, records, version: int, fetch_offset: int):
+    """For a Fetch below v4 (a consumer of Kafka 0.10 or older): the records as
+    messages of magic 1 (Fetch v2, v3) or 0 (v0, v1), and the error; a topic with
+    ``message.downconversion.enable=false`` answers UNSUPPORTED_VERSION, as Kafka."""
+    config = broker.log_manager.config_for(topic)
+    if not config.message_downconversion_enable:
+        return ErrorCode.UNSUPPORTED_VERSION, _NO_RECORDS
+    to_magic = 1 if version >= 2 else 0
+    converted = down_convert(
+        records.to_bytes(), to_magic, fetch_offset, levels=config.compression_level
+    )
+    return ErrorCode.NONE, converted
+
+
+def _read_all(broker, topics, max_bytes: int, isolation_level: int, replica_id: int, version: int):
     """One pass over every partition; returns (responses, bytes gathered, any error,
     bytes of the partitions the leader quota throttles)."""
     replicas = broker.replica_manager
@@ -92,6 +109,9 @@ def _read_all(broker, topics, max_bytes: int, isolation_level: int, replica_id: 
                     and _leader_throttles(replicas, quota, replica_id, name, wanted.partition)
                 ):
                     result.records = None  # read (the position counted), not sent
+            records = result.records.records if result and result.records else _NO_RECORDS
+            if version < 4 and records and replica_id < 0:
+                code, records = _old_format(broker, name, records, version, wanted.fetch_offset)
             failed |= code != ErrorCode.NONE
             size = result.size if result else 0
             gathered += size
@@ -107,7 +127,7 @@ def _read_all(broker, topics, max_bytes: int, isolation_level: int, replica_id: 
                     last_stable_offset=hw,
                     log_start_offset=result.log_start_offset if result else -1,
                     aborted_transactions=None if isolation_level == 0 else [],
-                    records=result.records.records if result and result.records else _NO_RECORDS,
+                    records=records,
                 )
             )
         responses.append(
@@ -137,7 +157,12 @@ async def handle_fetch(broker, header, request, context):
     while True:
         wake = purgatory.watch(watched)
         responses, gathered, failed, throttled_bytes = _read_all(
-            broker, topics, max_bytes, request.isolation_level, replica_id
+            broker,
+            topics,
+            max_bytes,
+            request.isolation_level,
+            replica_id,
+            header.request_api_version,
         )
         left = deadline - time.monotonic()
         if gathered >= request.min_bytes or failed or left <= 0 or not watched:

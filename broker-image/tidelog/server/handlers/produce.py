@@ -1,8 +1,10 @@
 """Produce: append each partition's batches on its leader.
 
 The records field is a memoryview of the request frame; it reaches the log without a
-copy. acks=0 gets no response; acks=1 answers once the leader appended; acks=all waits
-in purgatory until the high watermark passes the batch (every ISR member has it), or
+copy. Produce v0 to v2 may carry message sets of magic 0 and 1, which the log converts
+(:mod:`tidelog.records.legacy`); from v3 on only record batch v2 is taken, as by Kafka.
+acks=0 gets no response; acks=1 answers once the leader appended; acks=all waits in
+purgatory until the high watermark passes the batch (every ISR member has it), or
 answers REQUEST_TIMED_OUT after the request's ``timeout_ms`` (the batch stays in the
 log: the producer's retry is then deduplicated when it is idempotent).
 """
@@ -13,6 +15,7 @@ import asyncio
 
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
+from tidelog.records.legacy import legacy_magic
 from tidelog.server.network import CloseConnection
 
 __all__ = ["handle_produce"]
@@ -60,6 +63,12 @@ async def handle_produce(broker, header, request, context):
                 )
             elif data.records is None or len(data.records) == 0:
                 result = broker.replica_manager_error(ErrorCode.INVALID_RECORD, "no records")
+            elif header.request_api_version >= 3 and legacy_magic(data.records) is not None:
+                result = broker.replica_manager_error(
+                    ErrorCode.INVALID_RECORD,
+                    f"Produce v{header.request_api_version} takes record batch v2 only; "
+                    "message sets of magic 0 and 1 come with Produce v0 to v2",
+                )
             else:
                 result = broker.replica_manager.append(
                     topic.name, data.index, data.records, acks=acks
