@@ -89,6 +89,15 @@ ALL_DRAIN_1 = {b: {1} for b in BROKERS}
             (1,),
             (),
         ),
+        # unmounted, the StatefulSet being made anew and a broker down: the pods that
+        # still mount the volume do not stand for a template of it, nor is it drained again
+        (
+            seen({0}, None, pods={0, 1}, draining=ALL_DRAIN_1, unmounted={1}, live={0, 1}),
+            "none",
+            {0},
+            (1,),
+            (),
+        ),
         # gone from every pod: the draining entries are rewritten without it, done
         (seen({0}, {0}, unmounted={1}), "clear", {0}, (1,), (0, 1, 2)),
     ],

@@ -4,7 +4,9 @@ server, driven pass after pass as the operator's timer drives it, while an idemp
 acks=all producer writes: the brokers drain the removed volume's dir, only then does the
 StatefulSet lose the volume (made anew, its pods left running), and once the pods are
 restarted without it the draining entries go and the removal is done. Every
-acknowledged record is kept."""
+acknowledged record is kept.
+
+Then, pure, the removal's record on the status from pass to pass (``removal_step``)."""
 
 from __future__ import annotations
 
@@ -18,8 +20,14 @@ from integration.cluster import Cluster, wait_until
 from tidelog.admin import AdminClient
 from tidelog_operator import kube
 from tidelog_operator.builders.brokers import service_account, statefulset
+from tidelog_operator.cluster.disks import VolumeObservation
 from tidelog_operator.cluster.observe import volume_status
-from tidelog_operator.cluster.volume_moves import VOLUMES, apply_statefulset, volumes_once
+from tidelog_operator.cluster.volume_moves import (
+    VOLUMES,
+    apply_statefulset,
+    removal_step,
+    volumes_once,
+)
 from tidelog_operator.spec import parse_cluster
 
 TOPIC = "orders"
@@ -128,3 +136,84 @@ def _held_in(admin: AdminClient, volume_dir: str) -> int:
         for d in dirs
         if d.path.rstrip("/").endswith(f"/{volume_dir}")
     )
+
+
+NOW = datetime.datetime(2026, 11, 26, 0, 4, 53, tzinfo=datetime.UTC)
+LATER = NOW + datetime.timedelta(seconds=10)
+
+
+def observed(desired, statefulset, pods=(0, 1), draining=None) -> VolumeObservation:
+    """Three live brokers, each with the log dirs of the volumes its pod mounts and
+    replicas only in data-0 and data-1."""
+    return VolumeObservation(
+        desired=frozenset(desired),
+        statefulset=None if statefulset is None else frozenset(statefulset),
+        pods=frozenset(pods),
+        brokers=frozenset({0, 1, 2}),
+        holding={b: frozenset(pods) for b in (0, 1, 2)},
+        draining={b: frozenset(v) for b, v in (draining or {}).items()},
+        replicas_in={0: 20, 1: 16},
+    )
+
+
+def test_a_volume_removed_before_any_pod_mounted_it_is_done_once_the_statefulset_lost_it():
+    """A disk added, then removed before the roll mounted it on any pod: the
+    StatefulSet made anew for the addition has data-2, no broker has its dir, so it is
+    unmounted without a drain, and the record names it so that the next pass, with no
+    pod mounting it, can finish the removal (it once stayed Unmounted for good)."""
+    status = {"conditions": []}
+    unmount = removal_step(observed({0, 1}, {0, 1, 2}), {}, NOW)
+    assert (unmount.decision.action, unmount.decision.mount) == ("unmount", frozenset({0, 1}))
+    status = volume_status(status, unmount, generation=3, now="now")
+    assert status[VOLUMES] == {
+        "removed": [2],
+        "state": "Unmounted",
+        "replicasLeft": 0,
+        "startedAt": "2026-11-26T00:04:53Z",
+        "message": "data-2 empty on every broker: the brokers restart without it",
+    }
+    for templates in (None, {0, 1}):  # being made anew, then made
+        step = removal_step(observed({0, 1}, templates), status[VOLUMES], LATER)
+        assert (step.decision.action, step.decision.volumes) == ("clear", (2,))
+        assert step.status[VOLUMES] == status[VOLUMES] | {
+            "state": "Done",
+            "finishedAt": "2026-11-26T00:05:03Z",
+            "message": "data-2 gone from every broker",
+        }
+
+
+def test_an_unmount_without_a_drain_starts_a_record_of_its_own():
+    """The last removal's record (data-1, done) is not carried on to another one."""
+    done = {
+        "removed": [1],
+        "state": "Done",
+        "replicasLeft": 0,
+        "startedAt": "2026-11-25T22:00:00Z",
+        "finishedAt": "2026-11-25T22:10:00Z",
+        "message": "data-1 gone from every broker",
+    }
+    step = removal_step(observed({0, 1}, {0, 1, 2}), done, NOW)
+    assert step.status[VOLUMES] == {
+        "removed": [2],
+        "state": "Unmounted",
+        "replicasLeft": 0,
+        "startedAt": "2026-11-26T00:04:53Z",
+        "message": "data-2 empty on every broker: the brokers restart without it",
+    }
+
+
+def test_a_drained_volume_keeps_its_record_when_unmounted():
+    """Draining, then unmounted: one record, from when the drain started."""
+    every = {b: {2} for b in (0, 1, 2)}
+    drain = removal_step(observed({0, 1}, {0, 1, 2}, pods=(0, 1, 2)), {}, NOW)
+    assert drain.decision.action == "drain"
+    drained = observed({0, 1}, {0, 1, 2}, pods=(0, 1, 2), draining=every)
+    unmount = removal_step(drained, drain.status[VOLUMES], LATER)
+    assert unmount.decision.action == "unmount"
+    assert unmount.status[VOLUMES] == {
+        "removed": [2],
+        "state": "Unmounted",
+        "replicasLeft": 0,
+        "startedAt": "2026-11-26T00:04:53Z",
+        "message": "data-2 empty on every broker: the brokers restart without it",
+    }

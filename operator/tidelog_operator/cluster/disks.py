@@ -19,7 +19,9 @@ config change.
   its dir (``clear``): a restarted broker ignores an entry of a dir it no longer has,
   but the entry would stay in ZooKeeper.
 
-While the StatefulSet is being made anew, the pods' volumes stand for its templates.
+While the StatefulSet is being made anew, the pods' volumes stand for its templates, but
+for those already unmounted (the StatefulSet is made anew without them: a broker down
+meanwhile does not bring them back).
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def _dirs(volumes) -> str:
 
 
 def decide_volumes(seen: VolumeObservation) -> VolumeDecision:
-    mounted = seen.statefulset if seen.statefulset is not None else seen.pods
+    mounted = seen.statefulset if seen.statefulset is not None else seen.pods - seen.unmounted
     removed = tuple(sorted(mounted - seen.desired))
     if removed:
         keep = seen.desired | mounted

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubernetes import client
@@ -36,6 +36,7 @@ __all__ = [
     "VolumeStep",
     "apply_statefulset",
     "mounted_volumes",
+    "removal_step",
     "running_brokers",
     "volumes_once",
     "volumes_to_mount",
@@ -185,7 +186,7 @@ class _Brokers:
 
 
 def _observe(
-    admin: AdminClient, spec: ClusterSpec, mounted: Mounted, record: Mapping[str, Any], brokers: int
+    admin: AdminClient, spec: ClusterSpec, mounted: Mounted, brokers: int
 ) -> tuple[VolumeObservation, _Brokers]:
     held: dict[int, int] = {}
     dirs: dict[int, dict[int, str]] = {}
@@ -197,7 +198,6 @@ def _observe(
                 held[volume] = held.get(volume, 0) + len(directory.replicas)
                 dirs[broker][volume] = directory.path
     draining = {b: frozenset(admin.draining_dirs(b)) for b in sorted(dirs)}
-    unmounted = record.get("removed", []) if record.get("state") == "Unmounted" else []
     seen = VolumeObservation(
         desired=frozenset(v.id for v in spec.volumes),
         statefulset=mounted.templates,
@@ -209,7 +209,6 @@ def _observe(
             for b, paths in draining.items()
         },
         replicas_in=held,
-        unmounted=frozenset(unmounted),
     )
     return seen, _Brokers(draining, dirs)
 
@@ -260,23 +259,37 @@ def volumes_once(
     mounted = mounted_volumes(api, spec)
     if settled and mounted.ids == desired:
         return VolumeStep(VolumeDecision("none", desired))
-    seen, live = _observe(admin, spec, mounted, record, brokers)
-    decision = decide_volumes(seen)
+    seen, live = _observe(admin, spec, mounted, brokers)
+    step = removal_step(seen, record, now)
+    decision = step.decision
     if decision.action in ("drain", "clear"):
         for broker in decision.brokers:
             admin.set_draining_dirs(broker, _draining_after(decision, broker, live))
     if mounted.templates != decision.mount:
         apply(volumes_to_mount(spec, decision.mount, mounted.volumes))
-    left = sum(seen.replicas_in.get(v, 0) for v in decision.volumes)
-    updated = _record(record, decision, left, now)
     if decision.action == "clear":
         _delete_claims(api, spec, list(decision.volumes), brokers)
-    return VolumeStep(decision, {VOLUMES: updated})
+    return step
+
+
+def removal_step(
+    seen: VolumeObservation, record: Mapping[str, Any], now: datetime.datetime
+) -> VolumeStep:
+    """The decision on ``seen`` (its ``unmounted``: the record's ``removed`` while its
+    state is ``Unmounted``) and the record it leaves; pure."""
+    unmounted = record.get("removed", []) if record.get("state") == "Unmounted" else []
+    decision = decide_volumes(replace(seen, unmounted=frozenset(unmounted)))
+    left = sum(seen.replicas_in.get(v, 0) for v in decision.volumes)
+    return VolumeStep(decision, {VOLUMES: _record(dict(record), decision, left, now)})
 
 
 def _record(
     record: dict[str, Any], decision: VolumeDecision, left: int, now: datetime.datetime
 ) -> dict[str, Any] | None:
+    """The record after ``decision``. A drain or an unmount of other volumes than the
+    record's, or after a removal that is done, starts a record of its own: an unmount
+    may come first (a volume removed before any pod mounted it has no dir to drain),
+    and the passes after it clear the volumes its ``removed`` names."""
     stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
     removed = list(decision.volumes)
     if decision.action in ("drain", "wait") and removed:
@@ -284,6 +297,9 @@ def _record(
             record = {"removed": removed, "state": "Draining", "startedAt": stamp}
         return record | {"replicasLeft": left, "message": decision.reason}
     if decision.action == "unmount":
+        ongoing = record.get("state") in ("Draining", "Unmounted")
+        if not ongoing or record.get("removed") != removed:
+            record = {"removed": removed, "startedAt": stamp}
         return record | {"state": "Unmounted", "replicasLeft": 0, "message": decision.reason}
     if decision.action == "clear":
         return record | {"state": "Done", "finishedAt": stamp, "message": decision.reason}
