@@ -859,6 +859,27 @@ def test_offsets_of_a_consumer_without_a_group_expire_after_retention_from_their
     run(scenario)
 
 
+def test_offsets_of_deleted_partitions_leave_every_group(run):
+    """Kafka's onPartitionsDeleted: when the controller's UpdateMetadata deletes a
+    topic, its offsets get tombstones in every group (a stable one too), kept after a
+    restart; an Empty group left with none is deleted."""
+
+    async def scenario(broker: Broker) -> None:
+        formed = await broker.form("g", 1)
+        (member,) = formed.members
+        await broker.commit("g", {("orders", 0): 5, ("gone", 0): 7, ("gone", 1): 8}, 1, member)
+        await broker.commit("only-gone", {("gone", 0): 3})
+        broker.coordinator.partitions_deleted({("gone", 0), ("gone", 1), ("other", 0)})
+        await eventually(lambda: broker.committed("g") == {("orders", 0): 5})
+        await eventually(lambda: broker.state("only-gone") is None)
+        assert broker.state("g") == S.STABLE
+        await broker.restart()
+        assert broker.committed("g") == {("orders", 0): 5}
+        assert broker.state("only-gone") is None
+
+    run(scenario)
+
+
 def test_an_explicit_retention_time_of_a_commit_is_kept(run):
     async def scenario(broker: Broker) -> None:
         await broker.coordinator.commit_offsets(

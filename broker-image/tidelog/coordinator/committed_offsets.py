@@ -185,11 +185,24 @@ class OffsetsMixin:
                 )
             ]
             if expired or (group.is_in(State.EMPTY) and not group.offsets):
-                self._in_background(self._expire(group, expired))
+                self._in_background(self._drop_offsets(group, expired, "expired"))
 
-    async def _expire(self, group: Group, expired: list[TopicPartition]) -> None:
-        if expired and await self._remove_offsets(group, expired):
+    def partitions_deleted(self, partitions: set[TopicPartition]) -> None:
+        """The partitions of deleted topics leave every group loaded here: their offsets
+        get tombstones, as Kafka's coordinator does on the UpdateMetadata that deletes
+        them (``onPartitionsDeleted``). A topic made again under the same name is then
+        read from the consumers' reset policy, not from offsets into a log that is
+        gone; an Empty group left with no offsets is deleted."""
+        for group in list(self.groups.values()):
+            if group.partition not in self._loaded:
+                continue
+            gone = [key for key in group.offsets if key in partitions]
+            if gone:
+                self._in_background(self._drop_offsets(group, gone, "of deleted topics removed"))
+
+    async def _drop_offsets(self, group: Group, keys: list[TopicPartition], why: str) -> None:
+        if keys and await self._remove_offsets(group, keys):
             return
-        logger.info("group %s: %d offsets expired", group.group_id, len(expired))
+        logger.info("group %s: %d offsets %s", group.group_id, len(keys), why)
         if group.is_in(State.EMPTY) and not group.offsets:
             await self._delete_group(group)

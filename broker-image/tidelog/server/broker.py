@@ -599,14 +599,17 @@ class Broker:
         brokers: dict[int, BrokerRegistration],
         states: list[PartitionLeadership],
     ) -> ErrorCode:
-        """The controller's view: live brokers, the controller, partition states."""
+        """The controller's view: live brokers, the controller, partition states; the
+        committed offsets of partitions it deletes go from the groups coordinated here."""
         if self._fenced(controller_epoch):
             return ErrorCode.STALE_CONTROLLER_EPOCH
         self.metadata.update_brokers(brokers)
         self.metadata.controller_id = controller_id
+        deleted: set[tuple[str, int]] = set()
         for state in states:
             if state.deleted:
                 self.metadata.remove_partition(state.topic, state.partition)
+                deleted.add((state.topic, state.partition))
                 continue
             self.metadata.update_partition(
                 state.topic,
@@ -620,6 +623,8 @@ class Broker:
                     list(state.offline_replicas),
                 ),
             )
+        if deleted:
+            self.group_coordinator.partitions_deleted(deleted)
         return ErrorCode.NONE
 
     async def handle_stop_replica(
