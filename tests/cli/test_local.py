@@ -260,6 +260,27 @@ def test_restart_broker_without_a_running_start_is_one_line_and_status_1(tmp_pat
     assert done.stderr == f"tidelog-local: no tidelog-local start is running in {tmp_path}\n"
 
 
+def test_a_port_in_use_is_one_line_and_exit_2_before_anything_starts(tmp_path):
+    base_port = free_port_run(2)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", base_port + 1))
+        taken.listen()
+        ports = ["--base-port", str(base_port), "--zk-port", str(free_port_run(1))]
+        done = subprocess.run(
+            [TIDELOG_LOCAL, "start", "--dir", tmp_path, "--brokers", "2", *ports],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"tidelog-local: port {base_port + 1}, broker 2's (--base-port), is in use on "
+        "127.0.0.1: choose another\n"
+    )
+    assert not (tmp_path / "zookeeper").exists()
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [

@@ -35,6 +35,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -143,7 +144,24 @@ def _check(args: argparse.Namespace) -> str | None:
         return f"--replication-factor must be between 1 and --brokers ({args.brokers})"
     if args.partitions < 1:
         return "--partitions must be at least 1"
+    ports = {args.zk_port: "ZooKeeper's (--zk-port)"}
+    for index in range(args.brokers):
+        ports.setdefault(args.base_port + index, f"broker {index + 1}'s (--base-port)")
+    for port, whose in ports.items():
+        if _in_use(port):
+            return f"port {port}, {whose}, is in use on 127.0.0.1: choose another"
     return None
+
+
+def _in_use(port: int) -> bool:
+    """Whether a listener on 127.0.0.1 could not take ``port`` (as a broker binds it)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
 
 
 def _exit_status(code: int) -> str:
