@@ -47,6 +47,18 @@ def free_port_run(count: int) -> int:
     raise RuntimeError(f"no run of {count} free ports")
 
 
+def stop_after_failure(process: subprocess.Popen) -> None:
+    """A ``tidelog-local start`` a failed test leaves running: SIGTERM, so that it stops
+    its ZooKeeper and brokers (SIGKILL would leave them running), SIGKILL after 60 s."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+
+
 def wait_for(path: Path, process: subprocess.Popen, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
@@ -143,9 +155,7 @@ def test_start_describes_the_cluster_and_sigterm_stops_it(tmp_path):
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=60)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+        stop_after_failure(process)
     assert process.returncode == 0, err
     assert "stopped." in out
     assert not description.exists()
@@ -245,9 +255,7 @@ def test_a_dead_broker_leaves_the_others_serving_until_restart_broker_brings_it_
         if zookeeper is not None:
             zookeeper.stop()
             zookeeper.close()
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+        stop_after_failure(process)
     assert process.returncode == 0, stderr_path.read_text()
     assert "stopped." in out
     assert "broker 3 died" not in stderr_path.read_text()  # stopped on request
