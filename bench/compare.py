@@ -60,6 +60,7 @@ from confluent_kafka.admin import (
 from kafka_broker import KAFKA_HEAP, KafkaBroker, kafka_libs
 from kazoo.client import KazooClient
 from kazoo.protocol.states import EventType
+from waiting import wait_until
 
 from tidelog.server.process import BrokerProcess
 from tidelog.zookeeper import ZooKeeperServer, find_java
@@ -259,16 +260,6 @@ def partition_bytes(log_dirs: list[Path], topic: str, partition: int = 0) -> int
 
 # --------------------------------------------------------------------------------------
 # One session: one system's brokers on their own chroot
-
-
-def wait_until(check, what: str, timeout: float = 120):
-    """Poll ``check`` every 50 ms until it returns something true, which is returned."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := check():
-            return value
-        time.sleep(0.05)
-    raise TimeoutError(f"{what}: not after {timeout} s")
 
 
 class Session:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 import loadgen
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from waiting import wait_until
 
 from tidelog.admin.connection import BrokerConnection
 from tidelog.protocol import ApiKey
@@ -64,14 +65,6 @@ def _assignment() -> dict[int, list[int]]:
         pair = [2 + p % 3, 2 + (p + 1) % 3]
         assignment[p] = [1, *pair] if p % 2 == 0 else [pair[0], 1, pair[1]]
     return assignment
-
-
-def _wait(check: Callable[[], bool], what: str, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"S11: {what}: not after {timeout} s")
-        time.sleep(0.1)
 
 
 def _fully_replicated(session) -> bool:
@@ -246,10 +239,10 @@ def s11_reassignment(session, megabytes: int, throttle_mb: float) -> None:
         config={"min.insync.replicas": "2"},
     )
     session.admin.create_topics([topic], operation_timeout=60)[TOPIC].result(120)
-    _wait(lambda: _fully_replicated(session), "leaders and full ISRs")
+    wait_until(lambda: _fully_replicated(session), "leaders and full ISRs")
     count = megabytes * loadgen.MB // 1024
     loadgen.produce(session.bootstrap, TOPIC, count, 1024, partitions=S11_PARTITIONS, acks="1")
-    _wait(lambda: _fully_replicated(session), "full ISRs after the fill")
+    wait_until(lambda: _fully_replicated(session), "full ISRs after the fill")
     off_broker_1 = {
         p: [b for b in replicas if b != 1] + [({2, 3, 4} - set(replicas)).pop()]
         for p, replicas in assignment.items()

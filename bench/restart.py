@@ -26,13 +26,13 @@ from collections.abc import Callable
 
 import loadgen
 from confluent_kafka.admin import AdminClient, NewTopic
+from waiting import wait_until
 
 __all__ = ["S13_BROKERS", "s13_restart", "settings_line"]
 
 S13_BROKERS = 3
 RESTARTED = 2
 TOPIC = "s13-restart"
-POLL_S = 0.05
 
 
 def settings_line(partitions: int, megabytes: int) -> str:
@@ -45,13 +45,9 @@ def settings_line(partitions: int, megabytes: int) -> str:
     )
 
 
-def _wait(check: Callable[[], bool], what: str, timeout: float = 900) -> float:
-    """Poll ``check`` until true; the moment (``time.perf_counter``) it was."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"S13: {what}: not after {timeout} s")
-        time.sleep(POLL_S)
+def _when(check: Callable[[], bool], what: str) -> float:
+    """The moment (``time.perf_counter``) ``check`` first holds."""
+    wait_until(check, f"S13: {what}", timeout=900)
     return time.perf_counter()
 
 
@@ -73,21 +69,21 @@ def _restart(session, partitions: int) -> tuple[float, float]:
         except Exception:  # not answering yet
             return False
 
-    serving = _wait(serves, f"broker {RESTARTED} serving")
-    caught_up = _wait(lambda: _in_every_isr(session, partitions), "back in every ISR")
+    serving = _when(serves, f"broker {RESTARTED} serving")
+    caught_up = _when(lambda: _in_every_isr(session, partitions), "back in every ISR")
     return serving - started, caught_up - started
 
 
 def _fill(session, partitions: int, megabytes: int) -> None:
     count = megabytes * loadgen.MB // 1024
     loadgen.produce(session.bootstrap, TOPIC, count, 1024, partitions=partitions, acks="all")
-    _wait(lambda: session.fully_replicated(TOPIC, partitions), "the data replicated")
+    wait_until(lambda: session.fully_replicated(TOPIC, partitions), "the data replicated")
 
 
 def s13_restart(session, partitions: int, megabytes: int) -> None:
     topic = NewTopic(TOPIC, partitions, S13_BROKERS)
     session.admin.create_topics([topic], operation_timeout=120)[TOPIC].result(300)
-    _wait(lambda: session.fully_replicated(TOPIC, partitions), "topic fully replicated")
+    wait_until(lambda: session.fully_replicated(TOPIC, partitions), "topic fully replicated")
     broker = session.brokers[RESTARTED]
     case = f"{partitions} partitions, {megabytes:,} MB"
 
@@ -99,7 +95,7 @@ def s13_restart(session, partitions: int, megabytes: int) -> None:
 
     _fill(session, partitions, megabytes)
     broker.kill()
-    _wait(
+    wait_until(
         lambda: RESTARTED not in session.admin.list_topics(timeout=10).brokers,
         f"broker {RESTARTED}'s ZooKeeper session expired",
     )
