@@ -37,7 +37,13 @@ import zlib
 from collections.abc import Callable
 from typing import NamedTuple
 
-from .batch import CONTROL_FLAG, NO_TIMESTAMP
+from .batch import (
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG,
+    MAGIC_OFFSET,
+    NO_TIMESTAMP,
+    TIMESTAMP_TYPE_FLAG,
+)
 from .builder import encode_batch
 from .compression import CompressionType, compress, decompress
 from .errors import CorruptRecordError, InvalidRecordError, NullKeyOnCompactedTopicError
@@ -56,14 +62,11 @@ __all__ = [
 ]
 
 MAGIC_V0, MAGIC_V1 = 0, 1
-_MAGIC_POSITION = 16  # after offset and size; where a record batch has its magic too
 _ENTRY_HEAD = struct.Struct(">qi")  # offset, size
 _MESSAGE_HEAD = struct.Struct(">IBb")  # crc, magic, attributes
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 _MIN_MESSAGE = {MAGIC_V0: 14, MAGIC_V1: 22}  # crc..value lengths with null key and value
-_TIMESTAMP_TYPE_FLAG = 0x08
-_CODEC_MASK = 0x07
 # KAFKA-3160: 0.8's lz4 framing checksums the frame descriptor with its magic bytes.
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 
@@ -87,9 +90,9 @@ class MessageSet(NamedTuple):
 def legacy_magic(data) -> int | None:
     """The magic of the first entry of ``data`` when it is 0 or 1, else None (a record
     batch v2, or too short to tell)."""
-    if len(data) <= _MAGIC_POSITION:
+    if len(data) <= MAGIC_OFFSET:
         return None
-    magic = data[_MAGIC_POSITION]
+    magic = data[MAGIC_OFFSET]
     return magic if magic in (MAGIC_V0, MAGIC_V1) else None
 
 
@@ -202,7 +205,7 @@ def read_message_set(data, *, require_keys: bool = False) -> MessageSet:
     magics, codecs = set(), set()
     for offset, magic, attributes, timestamp, key, value in _messages(data):
         magics.add(magic)
-        codec = attributes & _CODEC_MASK
+        codec = attributes & COMPRESSION_CODEC_MASK
         if not codec:
             records.append(LegacyRecord(offset, timestamp, key, value))
             continue
@@ -212,9 +215,9 @@ def read_message_set(data, *, require_keys: bool = False) -> MessageSet:
             inner_offset, _, inner_attributes, inner_timestamp, inner_key, inner_value = (
                 inner_message
             )
-            if inner_attributes & _CODEC_MASK:
+            if inner_attributes & COMPRESSION_CODEC_MASK:
                 raise InvalidRecordError("a compressed message wraps another compressed one")
-            if attributes & _TIMESTAMP_TYPE_FLAG:  # the wrapper's LogAppendTime counts
+            if attributes & TIMESTAMP_TYPE_FLAG:  # the wrapper's LogAppendTime counts
                 inner_timestamp = timestamp
             records.append(LegacyRecord(inner_offset, inner_timestamp, inner_key, inner_value))
     if not records:
@@ -294,7 +297,7 @@ def down_convert(
         if not wanted:
             continue
         timestamp_type = header.timestamp_type if to_magic == MAGIC_V1 else 0
-        flags = _TIMESTAMP_TYPE_FLAG if timestamp_type else 0
+        flags = TIMESTAMP_TYPE_FLAG if timestamp_type else 0
         codec = CompressionType.from_id(header.compression)
         if codec is CompressionType.NONE:
             out += (
