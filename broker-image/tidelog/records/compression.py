@@ -20,6 +20,7 @@ raises :class:`UnsupportedCompressionError`.
 
 from __future__ import annotations
 
+import functools
 import struct
 import zlib
 from enum import IntEnum
@@ -169,10 +170,15 @@ _ZSTD_COMPRESSOR = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
 _ZSTD_DECOMPRESSOR = zstandard.ZstdDecompressor()
 
 
+@functools.lru_cache(maxsize=8)
+def _zstd_compressor(level: int) -> zstandard.ZstdCompressor:
+    return zstandard.ZstdCompressor(level=level)
+
+
 def _zstd_compress(data, level: int | None) -> bytes:
     if level is None or level == _ZSTD_LEVEL:
         return _ZSTD_COMPRESSOR.compress(data)
-    return zstandard.ZstdCompressor(level=level).compress(data)
+    return _zstd_compressor(level).compress(data)
 
 
 def _zstd_decompress(data) -> bytes:

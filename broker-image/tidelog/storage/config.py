@@ -125,11 +125,7 @@ class LogConfig:
     def compression_level(self, codec: str) -> int | None:
         """The level this log compresses ``codec`` (a Kafka codec name) with, or None
         for a codec without levels."""
-        return {
-            "gzip": self.compression_gzip_level,
-            "lz4": self.compression_lz4_level,
-            "zstd": self.compression_zstd_level,
-        }.get(codec)
+        return getattr(self, f"compression_{codec}_level", None)
 
     @property
     def compact(self) -> bool:
