@@ -99,6 +99,9 @@ class ScriptedAdmin(AdminClient):
     def _connect(self, address=None):
         return FakeConnection(self.cluster, address)
 
+    def _connect_to(self, host, port):
+        return FakeConnection(self.cluster, (host, port))
+
 
 @pytest.fixture(autouse=True)
 def quick_retries(monkeypatch):

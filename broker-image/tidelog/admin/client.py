@@ -39,10 +39,14 @@ class AdminClient(ConsumerGroupsMixin, TopicsMixin, MovesMixin):
         errors = []
         for host, port in [address] if address else self.bootstrap:
             try:
-                return BrokerConnection(host, port, timeout=self.timeout)
+                return self._connect_to(host, port)
             except OSError as error:
                 errors.append(f"{host}:{port}: {error}")
         raise ConnectionError("no broker answered: " + "; ".join(errors))
+
+    def _connect_to(self, host: str, port: int) -> BrokerConnection:
+        """A connection to one broker; OSError when it does not answer."""
+        return BrokerConnection(host, port, timeout=self.timeout)
 
     def metadata(self, topics: list[str] | None = None):
         """A Metadata response from a broker that knows the cluster. A broker that has
@@ -62,9 +66,9 @@ class AdminClient(ConsumerGroupsMixin, TopicsMixin, MovesMixin):
                 time.sleep(UNINFORMED_BACKOFF_S)
             for host, port in self.bootstrap:
                 try:
-                    connection = self._connect((host, port))
-                except ConnectionError as error:
-                    unreachable.append(str(error).removeprefix("no broker answered: "))
+                    connection = self._connect_to(host, port)
+                except OSError as error:
+                    unreachable.append(f"{host}:{port}: {error}")
                     continue
                 with connection:
                     response = connection.request(ApiKey.METADATA, None, body)
