@@ -13,13 +13,14 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from integration.cluster import Cluster, wait_until
 from tidelog.protocol import ApiKey, encode_request
 
 PROBE_TIMEOUT_S = 1.0
+GROUP = "through-deletions"
 
 
 @pytest.fixture
@@ -76,6 +77,13 @@ def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
     assert producer.flush(30) == 0
 
 
+def committed(admin: AdminClient) -> set[tuple[str, int]]:
+    """The partitions the group has committed offsets for."""
+    request = ConsumerGroupTopicPartitions(GROUP)
+    (future,) = admin.list_consumer_group_offsets([request]).values()
+    return {(tp.topic, tp.partition) for tp in future.result(30).topic_partitions}
+
+
 def test_a_group_goes_on_through_deletions_and_a_recreation(cluster):
     bootstrap = cluster.bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -91,7 +99,7 @@ def test_a_group_goes_on_through_deletions_and_a_recreation(cluster):
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
-            "group.id": "through-deletions",
+            "group.id": GROUP,
             "auto.offset.reset": "earliest",
             "topic.metadata.refresh.interval.ms": 1000,
         }
@@ -113,12 +121,17 @@ def test_a_group_goes_on_through_deletions_and_a_recreation(cluster):
             {b"%s-before-%d" % (t, i) for t in (b"kept", b"doomed", b"reborn") for i in range(10)}
         )
 
+        consumer.commit(asynchronous=False)
+        assert {"kept", "doomed", "reborn"} == {t for t, _ in committed(admin)}
+
         for future in admin.delete_topics(["doomed", "reborn"], operation_timeout=30).values():
             future.result(30)
         wait_until(
             lambda: not {"doomed", "reborn"} & set(admin.list_topics(timeout=10).topics),
             "the topics gone",
         )
+        # The coordinator forgets the deleted topics' offsets, as Kafka's does.
+        wait_until(lambda: {t for t, _ in committed(admin)} == {"kept"}, "offsets dropped")
         admin.create_topics([NewTopic("reborn", 3, 2)])["reborn"].result(30)
         produce(bootstrap, "kept", [b"kept-after-%d" % i for i in range(10)])
         reborn = [b"reborn-after-%d" % i for i in range(10)]
