@@ -80,6 +80,7 @@ from tidelog.replication.replica_manager import AppendResult, ReplicaManager
 from tidelog.server.config import BrokerConfig, ConfigError
 from tidelog.server.controlled_shutdown import shut_down_controlled
 from tidelog.server.dispatch import RequestDispatcher
+from tidelog.server.fetch_sessions import FetchSessionCache
 from tidelog.server.handlers.create_topics import TopicRequestError, plan_topic
 from tidelog.server.metadata_cache import MetadataCache, PartitionMetadata
 from tidelog.server.network import SocketServer
@@ -120,6 +121,7 @@ class Broker:
         self.leader_quota = self._replication_quota()
         self.follower_quota = self._replication_quota()
         self.alter_log_dirs_quota = self._replication_quota()
+        self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
 
     # -- life cycle ----------------------------------------------------------------------
 

@@ -142,6 +142,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = _keys(
     ConfigKey("queued.max.requests", "int", 500),
     ConfigKey("request.timeout.ms", "int", 30000),
     ConfigKey("fetch.max.bytes", "int", 57671680),
+    ConfigKey(
+        "max.incremental.fetch.session.cache.slots",
+        "int",
+        1000,
+        doc="How many incremental fetch sessions (KIP-227) the broker keeps; 0: none.",
+    ),
     ConfigKey("log.segment.bytes", "int", 1024 * 1024 * 1024, _C),
     ConfigKey("log.roll.ms", "long", None, _C),
     ConfigKey("log.roll.hours", "int", 168),
@@ -267,6 +273,7 @@ _LOWER_BOUNDS = {
     "replica.alter.log.dirs.io.max.bytes.per.second": 0,
     "replication.quota.window.num": 1,
     "replication.quota.window.size.seconds": 1,
+    "max.incremental.fetch.session.cache.slots": 0,
 }
 
 _CONTINUATION = re.compile(r"(?<!\\)(\\\\)*\\$")

@@ -6,8 +6,12 @@ has an error; otherwise it waits in purgatory until the high watermark (consumer
 the log end (followers) of a fetched partition moves, or ``max_wait_ms``, then reads
 again. Records go out as file slices, sent with sendfile; a consumer fetching below v4
 gets them converted to the message format of its version (magic 1, or 0 below v2), read
-into memory. Fetch sessions are not kept:
-session id 0 tells clients to send full fetches, which every client supports.
+into memory.
+
+Fetch sessions (KIP-227, :mod:`tidelog.server.fetch_sessions`): a fetch of v7+ may open
+a session; an incremental fetch reads every partition of its session and answers only
+the partitions with news. The session's cache learns what was sent only from the final
+response, never from a read that ends in purgatory.
 
 Replication throttles (seed 003 修改主题限速, Kafka's ``shouldLeaderThrottle``): a
 follower's fetch of a partition that ``leader.replication.throttled.replicas`` throttles
@@ -28,6 +32,12 @@ from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
 from tidelog.records.legacy import down_convert
 from tidelog.replication.quota import ReplicationQuota
+from tidelog.server.fetch_sessions import (
+    FetchContext,
+    FetchSessionError,
+    SessionPartition,
+    new_context,
+)
 
 __all__ = ["handle_fetch"]
 
@@ -35,16 +45,53 @@ FetchResponse = response_class(ApiKey.FETCH)
 _NO_RECORDS = b""
 
 
-def _resolve_topics(broker, header, request):
-    """(name, topic id, fetch topic) per topic; names from ids for v13+."""
-    resolved = []
+def _asked(broker, version: int, request) -> tuple[list[SessionPartition], list]:
+    """The partitions the request names, and the keys of those it forgets (topic ids
+    from v13, names before)."""
+    by_id = version >= 13
+    asked = []
     for topic in request.topics:
-        if header.request_api_version >= 13:
-            entry = broker.metadata.topic_by_id(topic.topic_id)
-            resolved.append((entry.name if entry else None, topic.topic_id, topic))
+        if by_id:
+            name, topic_id = _topic_name(broker, topic.topic_id), topic.topic_id
         else:
-            resolved.append((topic.topic, None, topic))
-    return resolved
+            name, topic_id = topic.topic, None
+        asked.extend(
+            SessionPartition(
+                name,
+                topic_id,
+                wanted.partition,
+                wanted.fetch_offset,
+                wanted.partition_max_bytes,
+                wanted.current_leader_epoch,
+                wanted.log_start_offset,
+            )
+            for wanted in topic.partitions
+        )
+    forgotten = [
+        (topic.topic_id if by_id else topic.topic, index)
+        for topic in request.forgotten_topics_data or ()
+        for index in topic.partitions
+    ]
+    return asked, forgotten
+
+
+def _topic_name(broker, topic_id) -> str | None:
+    entry = broker.metadata.topic_by_id(topic_id)
+    return entry.name if entry else None
+
+
+def _context(broker, version: int, request, replica_id: int) -> FetchContext:
+    asked, forgotten = _asked(broker, version, request)
+    return new_context(
+        broker.fetch_sessions,
+        request.session_id,
+        request.session_epoch,
+        asked,
+        forgotten,
+        uses_topic_ids=version >= 13,
+        privileged=replica_id >= 0,
+        resolve=functools.partial(_topic_name, broker),
+    )
 
 
 def _leader_throttles(
@@ -73,9 +120,10 @@ def _old_format(broker, topic: str, records, version: int, fetch_offset: int):
     return ErrorCode.NONE, converted
 
 
-def _read_all(broker, topics, max_bytes: int, isolation_level: int, replica_id: int, version: int):
-    """One pass over every partition; returns (responses, bytes gathered, any error,
-    bytes of the partitions the leader quota throttles)."""
+def _read_all(broker, wanted, max_bytes: int, isolation_level: int, replica_id: int, version: int):
+    """One pass over the partitions ``wanted`` (SessionPartitions, in order); returns
+    (each one's PartitionData, bytes gathered, any error, bytes of the partitions the
+    leader quota throttles)."""
     replicas = broker.replica_manager
     quota = broker.leader_quota
     read = (
@@ -87,55 +135,66 @@ def _read_all(broker, topics, max_bytes: int, isolation_level: int, replica_id: 
     gathered = 0
     throttled_bytes = 0
     failed = False
-    responses = []
-    for name, topic_id, topic in topics:
-        partitions = []
-        for wanted in topic.partitions:
-            if name is None:
-                code, result = ErrorCode.UNKNOWN_TOPIC_ID, None
-            else:
-                result = read(
-                    name,
-                    wanted.partition,
-                    wanted.fetch_offset,
-                    min(wanted.partition_max_bytes, remaining),
-                    min_one_message=gathered == 0,
-                    current_leader_epoch=wanted.current_leader_epoch,
-                )
-                code = result.error
-                if (
-                    replica_id >= 0
-                    and result.records is not None
-                    and _leader_throttles(replicas, quota, replica_id, name, wanted.partition)
-                ):
-                    result.records = None  # read (the position counted), not sent
-            records = result.records.records if result and result.records else _NO_RECORDS
-            if version < 4 and records and replica_id < 0:
-                code, records = _old_format(broker, name, records, version, wanted.fetch_offset)
-            failed |= code != ErrorCode.NONE
-            size = result.size if result else 0
-            gathered += size
-            if replica_id >= 0 and size and quota.is_throttled(name, wanted.partition):
-                throttled_bytes += size
-            remaining = max(0, remaining - size)
-            hw = result.high_watermark if result else -1
-            partitions.append(
-                FetchResponse.PartitionData(
-                    partition_index=wanted.partition,
-                    error_code=code,
-                    high_watermark=hw,
-                    last_stable_offset=hw,
-                    log_start_offset=result.log_start_offset if result else -1,
-                    aborted_transactions=None if isolation_level == 0 else [],
-                    records=records,
-                )
+    data = []
+    for fetch in wanted:
+        name = fetch.topic
+        if name is None:
+            code, result = ErrorCode.UNKNOWN_TOPIC_ID, None
+        else:
+            result = read(
+                name,
+                fetch.partition,
+                fetch.fetch_offset,
+                min(fetch.partition_max_bytes, remaining),
+                min_one_message=gathered == 0,
+                current_leader_epoch=fetch.current_leader_epoch,
             )
-        responses.append(
-            FetchResponse.FetchableTopicResponse(
-                topic=name or "", topic_id=topic_id, partitions=partitions
+            code = result.error
+            if (
+                replica_id >= 0
+                and result.records is not None
+                and _leader_throttles(replicas, quota, replica_id, name, fetch.partition)
+            ):
+                result.records = None  # read (the position counted), not sent
+        records = result.records.records if result and result.records else _NO_RECORDS
+        if version < 4 and records and replica_id < 0:
+            code, records = _old_format(broker, name, records, version, fetch.fetch_offset)
+        failed |= code != ErrorCode.NONE
+        size = result.size if result else 0
+        gathered += size
+        if replica_id >= 0 and size and quota.is_throttled(name, fetch.partition):
+            throttled_bytes += size
+        remaining = max(0, remaining - size)
+        hw = result.high_watermark if result else -1
+        data.append(
+            FetchResponse.PartitionData(
+                partition_index=fetch.partition,
+                error_code=code,
+                high_watermark=hw,
+                last_stable_offset=hw,
+                log_start_offset=result.log_start_offset if result else -1,
+                aborted_transactions=None if isolation_level == 0 else [],
+                records=records,
             )
         )
-    return responses, gathered, failed, throttled_bytes
+    return data, gathered, failed, throttled_bytes
+
+
+def _by_topic(pairs) -> list:
+    """The response's topics: runs of consecutive partitions of one topic, as Kafka
+    groups them."""
+    topics = []
+    previous = None
+    for fetch, data in pairs:
+        if previous is None or (fetch.topic, fetch.topic_id) != previous:
+            previous = (fetch.topic, fetch.topic_id)
+            topics.append(
+                FetchResponse.FetchableTopicResponse(
+                    topic=fetch.topic or "", topic_id=fetch.topic_id, partitions=[]
+                )
+            )
+        topics[-1].partitions.append(data)
+    return topics
 
 
 def _replica_id(request) -> int:
@@ -148,27 +207,30 @@ def _replica_id(request) -> int:
 
 async def handle_fetch(broker, header, request, context):
     replica_id = _replica_id(request)
+    version = header.request_api_version
+    try:
+        session = _context(broker, version, request, replica_id)
+    except FetchSessionError as error:
+        return FetchResponse(error_code=error.code, session_id=0, responses=[])
     replicas = broker.replica_manager
     purgatory = replicas.purgatory if replica_id < 0 else replicas.appended
-    topics = _resolve_topics(broker, header, request)
-    max_bytes = request.max_bytes if header.request_api_version >= 3 else 2**31 - 1
+    wanted = session.partitions
+    max_bytes = request.max_bytes if version >= 3 else 2**31 - 1
     deadline = time.monotonic() + request.max_wait_ms / 1000
-    watched = [(name, p.partition) for name, _, t in topics if name for p in t.partitions]
+    watched = [(p.topic, p.partition) for p in wanted if p.topic]
     while True:
         wake = purgatory.watch(watched)
-        responses, gathered, failed, throttled_bytes = _read_all(
-            broker,
-            topics,
-            max_bytes,
-            request.isolation_level,
-            replica_id,
-            header.request_api_version,
+        data, gathered, failed, throttled_bytes = _read_all(
+            broker, wanted, max_bytes, request.isolation_level, replica_id, version
         )
         left = deadline - time.monotonic()
         if gathered >= request.min_bytes or failed or left <= 0 or not watched:
             wake.cancel()
             if throttled_bytes:
                 broker.leader_quota.record(throttled_bytes)
-            return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
+            session_id, pairs = session.respond(data)
+            return FetchResponse(
+                error_code=ErrorCode.NONE, session_id=session_id, responses=_by_topic(pairs)
+            )
         await asyncio.wait([wake], timeout=left)
         wake.cancel()  # no-op when it fired; forgets the watch when the wait timed out
