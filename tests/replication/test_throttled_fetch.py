@@ -29,6 +29,7 @@ from tidelog.replication.quota import (
 )
 from tidelog.replication.replica_manager import ReplicaManager
 from tidelog.server.dispatch import RequestDispatcher
+from tidelog.server.fetch_sessions import FetchSessionCache
 from tidelog.server.handlers.fetch import handle_fetch
 from tidelog.server.handlers.offsets_for_leader_epoch import handle_offsets_for_leader_epoch
 from tidelog.server.metadata_cache import MetadataCache
@@ -78,6 +79,7 @@ class Leader:
     metadata: MetadataCache = field(default_factory=lambda: MetadataCache("cluster"))
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     advertised_versions: list = field(default_factory=list)
+    fetch_sessions: FetchSessionCache = field(default_factory=lambda: FetchSessionCache(1000))
 
     def lead(self, partition: int, isr: list[int]) -> None:
         error = self.replica_manager.become_leader_or_follower(
@@ -232,9 +234,14 @@ def run_with_follower(tmp_path, leader: Leader, scenario) -> None:
         follower = None
 
         async def recording_fetch(broker, header, request, context):
+            """Notes the partitions each of the follower's fetches covers: those of its
+            fetch session (an incremental fetch names only what changed)."""
+            response = await handle_fetch(broker, header, request, context)
             if request.replica_id == FOLLOWER:
-                follower.fetched.append({p.partition for t in request.topics for p in t.partitions})
-            return await handle_fetch(broker, header, request, context)
+                session = broker.fetch_sessions.get(response.session_id)
+                assert session is not None, "the follower fetches in a session"
+                follower.fetched.append({partition for _, partition in session.partitions})
+            return response
 
         handlers = {
             ApiKey.FETCH: recording_fetch,

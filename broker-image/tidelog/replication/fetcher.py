@@ -20,7 +20,11 @@ loops over one connection:
    unless it is in sync (the leader's high watermark at its last fetched response was
    not beyond its log end offset); when every ready partition is left out, the fetcher
    backs off ``replica.fetch.backoff.ms``. Bytes fetched for throttled partitions are
-   recorded in that quota.
+   recorded in that quota;
+4. fetches go in an incremental fetch session (KIP-227, :mod:`.fetch_session`): after
+   the first, a fetch names only the partitions whose fetch offset (or other request
+   field) changed, and the leader answers only those with news. A session error makes
+   the next fetch full, at once; a lost connection too.
 
 A partition the leader no longer leads (or leads in another epoch) waits for the
 controller's next LeaderAndIsr; a lost connection is retried with back-off.
@@ -38,6 +42,7 @@ from tidelog.admin.async_connection import AsyncBrokerConnection
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
 from tidelog.records.errors import RecordsError
+from tidelog.replication.fetch_session import SESSION_ERRORS, FetchSessionHandler
 from tidelog.replication.quota import ReplicationQuota
 from tidelog.storage.errors import StorageError
 from tidelog.storage.log import Log
@@ -122,6 +127,7 @@ class ReplicaFetcher:
         self._changed = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._connection: AsyncBrokerConnection | None = None
+        self._session = FetchSessionHandler()
 
     def is_empty(self) -> bool:
         return not self._partitions
@@ -199,6 +205,7 @@ class ReplicaFetcher:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+        self._session.handle_error()
 
     async def _request(self, api_key: ApiKey, version: int, body: dict):
         connection = await self._connect()
@@ -283,19 +290,17 @@ class ReplicaFetcher:
         if not logs:
             return
         offsets = {(t, p): log.log_end_offset for t, found in logs.items() for p, log in found}
-        topics = {
-            topic: [
-                {
-                    "partition": p,
-                    "current_leader_epoch": self._epoch(topic, p),
-                    "fetch_offset": offsets[(topic, p)],
-                    "log_start_offset": log.log_start_offset,
-                    "partition_max_bytes": self._config.partition_max_bytes,
-                }
-                for p, log in found
-            ]
+        wanted = {
+            (topic, p): (
+                self._epoch(topic, p),
+                offsets[(topic, p)],
+                log.log_start_offset,
+                self._config.partition_max_bytes,
+            )
             for topic, found in logs.items()
+            for p, log in found
         }
+        to_send, forgotten = self._session.build(wanted)
         response = await self._request(
             ApiKey.FETCH,
             FETCH_VERSION,
@@ -305,16 +310,17 @@ class ReplicaFetcher:
                 "min_bytes": self._config.min_bytes,
                 "max_bytes": self._config.response_max_bytes,
                 "isolation_level": 0,
-                "session_id": 0,
-                "session_epoch": -1,
-                "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
-                "forgotten_topics_data": [],
+                "session_id": self._session.session_id,
+                "session_epoch": self._session.epoch,
+                "topics": _fetch_topics(to_send),
+                "forgotten_topics_data": _forgotten_topics(forgotten),
                 "rack_id": "",
             },
         )
-        if response.error_code != ErrorCode.NONE:
-            for key in offsets:
-                self._delay(key)
+        if not self._session.handle_response(response.error_code, response.session_id):
+            if response.error_code not in SESSION_ERRORS:
+                for key in offsets:
+                    self._delay(key)
             return
         for topic in response.responses:
             for data in topic.partitions:
@@ -348,3 +354,27 @@ class ReplicaFetcher:
             if code not in WAIT_FOR_CONTROLLER:
                 logger.warning("replica %s-%d: fetch error %s", *key, ErrorCode(code).name)
             self._delay(key)
+
+
+def _fetch_topics(partitions: dict[TopicPartition, tuple[int, int, int, int]]) -> list[dict]:
+    """The Fetch request's topics for ``partitions`` (each with its current leader epoch,
+    fetch offset, log start offset and size limit), a topic's partitions together."""
+    topics: dict[str, list[dict]] = {}
+    for (topic, partition), (epoch, offset, log_start, max_bytes) in partitions.items():
+        topics.setdefault(topic, []).append(
+            {
+                "partition": partition,
+                "current_leader_epoch": epoch,
+                "fetch_offset": offset,
+                "log_start_offset": log_start,
+                "partition_max_bytes": max_bytes,
+            }
+        )
+    return [{"topic": topic, "partitions": found} for topic, found in topics.items()]
+
+
+def _forgotten_topics(partitions: list[TopicPartition]) -> list[dict]:
+    topics: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        topics.setdefault(topic, []).append(partition)
+    return [{"topic": topic, "partitions": found} for topic, found in topics.items()]
