@@ -1,10 +1,12 @@
 """What the real-client integration tests share: the records they send, topics, the check
-that every record came back, the codec of the batches on disk, a proxy that loses
-produce responses, and raw protocol round trips over a plain socket."""
+that every record came back, the codec of the batches on disk, proxies that read the
+frames between a client and a broker (one loses produce responses), and raw protocol
+round trips over a plain socket."""
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import socket
 import struct
 import threading
@@ -129,7 +131,7 @@ def assert_stored_compressed(log_dirs: Sequence[Path], topic: str, codec: str) -
     assert stored.get(CODEC_IDS[codec], 0) > 0.9 * sum(stored.values()), stored
 
 
-# -- a proxy that loses produce responses --------------------------------------------------
+# -- proxies that read Kafka frames ------------------------------------------------------
 
 
 def _read_exactly(sock: socket.socket, size: int) -> bytes | None:
@@ -151,33 +153,36 @@ def read_frame(sock: socket.socket) -> bytes | None:
     return _read_exactly(sock, struct.unpack(">i", prefix)[0])
 
 
-class ProduceResponseDropper:
-    """A TCP proxy in front of a broker that reads Kafka frames both ways. The responses
-    to the first ``drop`` Produce requests never reach the client: the proxy lets the
-    broker handle the request, swallows its answer and closes both connections, so the
-    client must send the same batch again. The broker advertises the proxy's port
-    (``advertised.listeners``), so every connection of the client goes through it.
+class FrameProxy:
+    """A TCP proxy in front of a broker that reads Kafka frames both ways and shows each
+    to :meth:`on_request` / :meth:`on_response`. The broker advertises the proxy's port
+    (``advertised.listeners``), so every connection to it goes through the proxy: a
+    client's, and another broker's (a follower fetching from it)."""
 
-    ``dropped`` and ``relayed`` hold the decoded Produce responses: the ones the client
-    never saw and the ones it did."""
-
-    def __init__(self, drop: int):
-        self._left = drop
+    def __init__(self):
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self.target: tuple[str, int] | None = None
-        self.dropped: list = []
-        self.relayed: list = []
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
 
-    def start(self, target_port: int) -> ProduceResponseDropper:
+    def start(self, target_port: int):
         self.target = ("127.0.0.1", target_port)
         threading.Thread(target=self._accept, daemon=True).start()
         return self
 
+    def on_request(self, connection: int, api_key: int, version: int, frame: bytes) -> None:
+        """Sees each request frame before the broker does; ``connection`` numbers the
+        proxied connections in the order they came."""
+
+    def on_response(
+        self, connection: int, api_key: int | None, version: int | None, frame: bytes
+    ) -> bool:
+        """Sees each response frame; False swallows it and closes both connections."""
+        return True
+
     def _accept(self) -> None:
-        while True:
+        for connection in itertools.count():
             try:
                 client, _ = self._listener.accept()
             except OSError:
@@ -190,12 +195,9 @@ class ProduceResponseDropper:
             with self._lock:
                 self._sockets += [client, upstream]
             in_flight: dict[int, tuple[int, int]] = {}
-            threading.Thread(
-                target=self._requests, args=(client, upstream, in_flight), daemon=True
-            ).start()
-            threading.Thread(
-                target=self._responses, args=(client, upstream, in_flight), daemon=True
-            ).start()
+            ends = (connection, client, upstream, in_flight)
+            threading.Thread(target=self._requests, args=ends, daemon=True).start()
+            threading.Thread(target=self._responses, args=ends, daemon=True).start()
 
     @staticmethod
     def _close(*sockets: socket.socket) -> None:
@@ -204,29 +206,24 @@ class ProduceResponseDropper:
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
 
-    def _requests(self, client, upstream, in_flight) -> None:
+    def _requests(self, connection, client, upstream, in_flight) -> None:
         try:
             while (frame := read_frame(client)) is not None:
                 api_key, version, correlation_id = struct.unpack_from(">hhi", frame)
                 in_flight[correlation_id] = (api_key, version)  # before the broker sees it
+                self.on_request(connection, api_key, version, frame)
                 upstream.sendall(struct.pack(">i", len(frame)) + frame)
         except OSError:
             pass
         self._close(client, upstream)
 
-    def _responses(self, client, upstream, in_flight) -> None:
+    def _responses(self, connection, client, upstream, in_flight) -> None:
         try:
             while (frame := read_frame(upstream)) is not None:
                 (correlation_id,) = struct.unpack_from(">i", frame)
                 api_key, version = in_flight.pop(correlation_id, (None, None))
-                if api_key == ApiKey.PRODUCE:
-                    _, body = decode_response(frame, api_key, version)
-                    with self._lock:
-                        drop = self._left > 0
-                        self._left -= drop
-                        (self.dropped if drop else self.relayed).append(body)
-                    if drop:
-                        break
+                if not self.on_response(connection, api_key, version, frame):
+                    break
                 client.sendall(struct.pack(">i", len(frame)) + frame)
         except OSError:
             pass
@@ -236,6 +233,31 @@ class ProduceResponseDropper:
         self._listener.close()
         with self._lock:
             self._close(*self._sockets)
+
+
+class ProduceResponseDropper(FrameProxy):
+    """A proxy whose first ``drop`` Produce responses never reach the client: the broker
+    handles the request, the proxy swallows its answer and closes both connections, so
+    the client must send the same batch again.
+
+    ``dropped`` and ``relayed`` hold the decoded Produce responses: the ones the client
+    never saw and the ones it did."""
+
+    def __init__(self, drop: int):
+        super().__init__()
+        self._left = drop
+        self.dropped: list = []
+        self.relayed: list = []
+
+    def on_response(self, connection, api_key, version, frame) -> bool:
+        if api_key != ApiKey.PRODUCE:
+            return True
+        _, body = decode_response(frame, api_key, version)
+        with self._lock:
+            drop = self._left > 0
+            self._left -= drop
+            (self.dropped if drop else self.relayed).append(body)
+        return not drop
 
 
 def produce_acknowledgements(bodies: Iterable) -> list[tuple[str, int, int, int]]:
