@@ -5,13 +5,13 @@ which session the cache evicts for a new one (Kafka's FetchSession.scala rules).
 from __future__ import annotations
 
 import uuid
-from types import SimpleNamespace
 
 import pytest
 
 from tidelog.protocol.errors import ErrorCode
 from tidelog.server.fetch_sessions import (
     EVICTION_MS,
+    Answer,
     FetchSessionCache,
     FetchSessionError,
     SessionPartition,
@@ -31,14 +31,9 @@ def part(partition: int, offset: int = 0, topic: str = "t") -> SessionPartition:
     return SessionPartition(topic, None, partition, offset, 1 << 20)
 
 
-def answer(partition: int, hw: int = 0, records: bytes = b"", error=ErrorCode.NONE):
-    return SimpleNamespace(
-        partition_index=partition,
-        error_code=error,
-        high_watermark=hw,
-        log_start_offset=0,
-        records=records,
-    )
+def answer(hw: int = 0, records: bytes = b"", error=ErrorCode.NONE) -> Answer:
+    """What a read of one partition gave (which partition: its place in the list)."""
+    return Answer(error, hw, 0, records)
 
 
 def context(cache, session_id, epoch, asked=(), forgotten=(), *, privileged=False, ids=False):
@@ -56,14 +51,14 @@ def context(cache, session_id, epoch, asked=(), forgotten=(), *, privileged=Fals
 
 def open_session(cache, partitions: int, *, privileged: bool = False) -> int:
     full = context(cache, 0, 0, [part(p) for p in range(partitions)], privileged=privileged)
-    session_id, _ = full.respond([answer(p) for p in range(partitions)])
+    session_id, _ = full.respond([answer()] * partitions)
     return session_id
 
 
 def test_a_full_fetch_at_epoch_zero_opens_a_session_and_answers_every_partition():
     cache = FetchSessionCache(10)
     full = context(cache, 0, 0, [part(0), part(1)])
-    session_id, pairs = full.respond([answer(0, hw=5), answer(1, hw=0)])
+    session_id, pairs = full.respond([answer(hw=5), answer(hw=0)])
     assert session_id > 0
     assert [p.partition for p, _ in pairs] == [0, 1]
     assert len(cache) == 1 and cache.total_partitions() == 2
@@ -73,7 +68,7 @@ def test_a_sessionless_fetch_opens_none_and_closes_the_one_it_names():
     cache = FetchSessionCache(10)
     session_id = open_session(cache, 2)
     sessionless = context(cache, session_id, -1, [part(0)])
-    assert sessionless.respond([answer(0)])[0] == 0
+    assert sessionless.respond([answer()])[0] == 0
     assert len(cache) == 0
 
 
@@ -88,9 +83,7 @@ def test_an_incremental_response_carries_only_partitions_with_news():
     session_id = open_session(cache, 4)  # every high watermark 0
     incremental = context(cache, session_id, 1)
     assert [p.partition for p in incremental.partitions] == [0, 1, 2, 3]
-    same_id, pairs = incremental.respond(
-        [answer(0), answer(1, hw=3), answer(2, records=b"x"), answer(3)]
-    )
+    same_id, pairs = incremental.respond([answer(), answer(hw=3), answer(records=b"x"), answer()])
     assert same_id == session_id
     assert [p.partition for p, _ in pairs] == [1, 2]
     # Sent partitions go to the end of the session, so each gets its turn.
@@ -101,9 +94,9 @@ def test_an_error_is_always_sent_and_its_partition_is_sent_again_once_it_clears(
     cache = FetchSessionCache(10)
     session_id = open_session(cache, 1)
     failing = context(cache, session_id, 1)
-    _, pairs = failing.respond([answer(0, error=ErrorCode.NOT_LEADER_OR_FOLLOWER)])
+    _, pairs = failing.respond([answer(error=ErrorCode.NOT_LEADER_OR_FOLLOWER)])
     assert len(pairs) == 1
-    _, pairs = context(cache, session_id, 2).respond([answer(0, hw=0)])
+    _, pairs = context(cache, session_id, 2).respond([answer(hw=0)])
     assert len(pairs) == 1  # the high watermark 0 is news again after the error
 
 
@@ -112,7 +105,7 @@ def test_an_incremental_fetch_updates_added_and_forgotten_partitions():
     session_id = open_session(cache, 2)
     incremental = context(cache, session_id, 1, [part(0, offset=7), part(5)], [("t", 1)])
     assert [(p.partition, p.fetch_offset) for p in incremental.partitions] == [(0, 7), (5, 0)]
-    _, pairs = incremental.respond([answer(0), answer(5)])
+    _, pairs = incremental.respond([answer(), answer()])
     assert [p.partition for p, _ in pairs] == [5]  # new: never told its high watermark
 
 
@@ -151,7 +144,7 @@ def test_epochs_advance_and_a_replayed_epoch_is_refused():
     cache = FetchSessionCache(10)
     session_id = open_session(cache, 1)
     for epoch in (1, 2, 3):
-        context(cache, session_id, epoch).respond([answer(0)])
+        context(cache, session_id, epoch).respond([answer()])
     with pytest.raises(FetchSessionError):
         context(cache, session_id, 3)
 
@@ -163,7 +156,7 @@ def test_sessions_keyed_by_topic_id_learn_the_topic_name_at_every_fetch():
     full = new_context(
         cache, 0, 0, asked, [], uses_topic_ids=True, privileged=False, resolve=lambda i: "t"
     )
-    session_id, _ = full.respond([answer(0)])
+    session_id, _ = full.respond([answer()])
     deleted = new_context(
         cache, session_id, 1, [], [], uses_topic_ids=True, privileged=False, resolve=lambda i: None
     )
@@ -201,7 +194,7 @@ def test_an_old_session_is_evicted_for_a_larger_one_only():
     cache = FetchSessionCache(1, clock=clock)
     old = open_session(cache, 10)
     clock.now += EVICTION_MS / 1000 + 1
-    context(cache, old, 1).respond([answer(p) for p in range(10)])  # used: not stale
+    context(cache, old, 1).respond([answer()] * 10)  # used: not stale
     assert open_session(cache, 10) == 0  # a tie keeps the old one
     assert open_session(cache, 11)
     assert cache.get(old) is None

@@ -347,18 +347,22 @@ class ReplicaManager:
             return ReadResult(error)
         if replica not in partition.replicas:
             return ReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if offset <= partition.log.log_end_offset:
+        end = partition.log.log_end_offset
+        if offset <= end:
             partition.record_follower_fetch(replica, offset, self._clock_ms())
             self._maybe_expand_isr(partition, replica)
             if partition.maybe_advance_high_watermark():
                 self.purgatory.notify((topic, index))
-        end = partition.log.log_end_offset
         return self._read(partition, offset, max_bytes, end, min_one_message)
 
     def _read(
         self, partition: Partition, offset: int, max_bytes: int, bound: int, first: bool
     ) -> ReadResult:
         log, hw = partition.log, partition.high_watermark
+        if offset == bound and offset >= log.log_start_offset:
+            # Nothing new: what the log would answer, without asking it (a session's
+            # fetch reads every partition, most of them at their end).
+            return ReadResult(ErrorCode.NONE, hw, log.log_start_offset)
         try:
             found = self.log_manager.guarded(log, lambda: log.read(offset, max_bytes, bound, first))
         except OffsetOutOfRangeError:

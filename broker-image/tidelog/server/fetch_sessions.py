@@ -38,11 +38,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from tidelog.protocol.errors import ErrorCode
 
 __all__ = [
     "EVICTION_MS",
+    "Answer",
     "FetchContext",
     "FetchSessionCache",
     "FetchSessionError",
@@ -58,6 +60,16 @@ _MAX_EPOCH = 2**31 - 1
 
 TopicKey = str | uuid.UUID  # a topic's name (requests below v13) or its id (v13+)
 PartitionKey = tuple[TopicKey, int]
+
+
+class Answer(NamedTuple):
+    """What a fetch read of one partition, before it becomes the response's
+    PartitionData (only for the partitions the response carries)."""
+
+    error_code: int
+    high_watermark: int
+    log_start_offset: int
+    records: object  # bytes or a file slice; empty when there are none
 
 
 @dataclass(slots=True, eq=False)
@@ -84,19 +96,19 @@ class SessionPartition:
         self.current_leader_epoch = asked.current_leader_epoch
         self.log_start_offset = asked.log_start_offset
 
-    def take_response(self, data) -> bool:
-        """Remember what ``data`` (a PartitionData) tells the client; whether the client
-        must be told it, i.e. whether the partition goes in an incremental response."""
-        failed = data.error_code != ErrorCode.NONE
-        high_watermark = -1 if failed else data.high_watermark
+    def take_response(self, answer: Answer) -> bool:
+        """Remember what ``answer`` tells the client; whether the client must be told
+        it, i.e. whether the partition goes in an incremental response."""
+        failed = answer.error_code != ErrorCode.NONE
+        high_watermark = -1 if failed else answer.high_watermark
         changed = (
             failed
-            or bool(data.records)
+            or bool(answer.records)
             or high_watermark != self.sent_high_watermark
-            or data.log_start_offset != self.sent_log_start_offset
+            or answer.log_start_offset != self.sent_log_start_offset
         )
         self.sent_high_watermark = high_watermark
-        self.sent_log_start_offset = data.log_start_offset
+        self.sent_log_start_offset = answer.log_start_offset
         return changed
 
 
@@ -209,9 +221,9 @@ class FetchContext:
 
     ``partitions`` is the reading order: the request's partitions for a full fetch, the
     whole session for an incremental one. :meth:`respond` takes each partition's
-    PartitionData in that order, when the response is final (not on the re-reads of a
-    fetch waiting in purgatory), and returns the session id to answer with and the
-    (partition, data) pairs the response carries."""
+    Answer in that order, when the response is final (not on the re-reads of a fetch
+    waiting in purgatory), and returns the session id to answer with and the
+    (partition, answer) pairs the response carries."""
 
     def __init__(
         self,
@@ -228,10 +240,10 @@ class FetchContext:
         self._privileged = privileged
         self._uses_topic_ids = uses_topic_ids
 
-    def respond(self, data: list) -> tuple[int, list[tuple[SessionPartition, object]]]:
+    def respond(self, answers: list[Answer]) -> tuple[int, list[tuple[SessionPartition, Answer]]]:
         if self._session is not None:
-            return self._session.id, self._changed(data)
-        pairs = list(zip(self.partitions, data, strict=True))
+            return self._session.id, self._changed(answers)
+        pairs = list(zip(self.partitions, answers, strict=True))
         if self._cache is None or not pairs:
             return INVALID_SESSION_ID, pairs
         for partition, answer in pairs:
@@ -242,10 +254,10 @@ class FetchContext:
         )
         return session_id, pairs
 
-    def _changed(self, data: list) -> list[tuple[SessionPartition, object]]:
+    def _changed(self, answers: list[Answer]) -> list[tuple[SessionPartition, Answer]]:
         session = self._session
         sent = []
-        for partition, answer in zip(self.partitions, data, strict=True):
+        for partition, answer in zip(self.partitions, answers, strict=True):
             if partition.take_response(answer):
                 sent.append((partition, answer))
                 key = partition.key(session.uses_topic_ids)

@@ -33,6 +33,7 @@ from tidelog.protocol.errors import ErrorCode
 from tidelog.records.legacy import down_convert
 from tidelog.replication.quota import ReplicationQuota
 from tidelog.server.fetch_sessions import (
+    Answer,
     FetchContext,
     FetchSessionError,
     SessionPartition,
@@ -120,10 +121,10 @@ def _old_format(broker, topic: str, records, version: int, fetch_offset: int):
     return ErrorCode.NONE, converted
 
 
-def _read_all(broker, wanted, max_bytes: int, isolation_level: int, replica_id: int, version: int):
+def _read_all(broker, wanted, max_bytes: int, replica_id: int, version: int):
     """One pass over the partitions ``wanted`` (SessionPartitions, in order); returns
-    (each one's PartitionData, bytes gathered, any error, bytes of the partitions the
-    leader quota throttles)."""
+    (each one's Answer, bytes gathered, any error, bytes of the partitions the leader
+    quota throttles)."""
     replicas = broker.replica_manager
     quota = broker.leader_quota
     read = (
@@ -135,7 +136,7 @@ def _read_all(broker, wanted, max_bytes: int, isolation_level: int, replica_id: 
     gathered = 0
     throttled_bytes = 0
     failed = False
-    data = []
+    answers = []
     for fetch in wanted:
         name = fetch.topic
         if name is None:
@@ -165,27 +166,20 @@ def _read_all(broker, wanted, max_bytes: int, isolation_level: int, replica_id: 
         if replica_id >= 0 and size and quota.is_throttled(name, fetch.partition):
             throttled_bytes += size
         remaining = max(0, remaining - size)
-        hw = result.high_watermark if result else -1
-        data.append(
-            FetchResponse.PartitionData(
-                partition_index=fetch.partition,
-                error_code=code,
-                high_watermark=hw,
-                last_stable_offset=hw,
-                log_start_offset=result.log_start_offset if result else -1,
-                aborted_transactions=None if isolation_level == 0 else [],
-                records=records,
-            )
-        )
-    return data, gathered, failed, throttled_bytes
+        if result is None:
+            answers.append(Answer(code, -1, -1, records))
+        else:
+            answers.append(Answer(code, result.high_watermark, result.log_start_offset, records))
+    return answers, gathered, failed, throttled_bytes
 
 
-def _by_topic(pairs) -> list:
-    """The response's topics: runs of consecutive partitions of one topic, as Kafka
-    groups them."""
+def _by_topic(pairs, isolation_level: int) -> list:
+    """The response's topics, of each (partition, answer) sent: runs of consecutive
+    partitions of one topic, as Kafka groups them."""
+    aborted = None if isolation_level == 0 else []
     topics = []
     previous = None
-    for fetch, data in pairs:
+    for fetch, answer in pairs:
         if previous is None or (fetch.topic, fetch.topic_id) != previous:
             previous = (fetch.topic, fetch.topic_id)
             topics.append(
@@ -193,7 +187,17 @@ def _by_topic(pairs) -> list:
                     topic=fetch.topic or "", topic_id=fetch.topic_id, partitions=[]
                 )
             )
-        topics[-1].partitions.append(data)
+        topics[-1].partitions.append(
+            FetchResponse.PartitionData(
+                partition_index=fetch.partition,
+                error_code=answer.error_code,
+                high_watermark=answer.high_watermark,
+                last_stable_offset=answer.high_watermark,
+                log_start_offset=answer.log_start_offset,
+                aborted_transactions=aborted,
+                records=answer.records,
+            )
+        )
     return topics
 
 
@@ -220,17 +224,19 @@ async def handle_fetch(broker, header, request, context):
     watched = [(p.topic, p.partition) for p in wanted if p.topic]
     while True:
         wake = purgatory.watch(watched)
-        data, gathered, failed, throttled_bytes = _read_all(
-            broker, wanted, max_bytes, request.isolation_level, replica_id, version
+        answers, gathered, failed, throttled_bytes = _read_all(
+            broker, wanted, max_bytes, replica_id, version
         )
         left = deadline - time.monotonic()
         if gathered >= request.min_bytes or failed or left <= 0 or not watched:
             wake.cancel()
             if throttled_bytes:
                 broker.leader_quota.record(throttled_bytes)
-            session_id, pairs = session.respond(data)
+            session_id, pairs = session.respond(answers)
             return FetchResponse(
-                error_code=ErrorCode.NONE, session_id=session_id, responses=_by_topic(pairs)
+                error_code=ErrorCode.NONE,
+                session_id=session_id,
+                responses=_by_topic(pairs, request.isolation_level),
             )
         await asyncio.wait([wake], timeout=left)
         wake.cancel()  # no-op when it fired; forgets the watch when the wait timed out
