@@ -12,7 +12,8 @@ partitions, RF=3, acks=all and acks=1) and S8 (failover time after a kill -9 of 
 partition leader). Then four brokers of each system run S11 (partition reassignment
 under load, with and without a throttle; ``bench/reassignment.py``), and last three
 brokers of each system run S13 (a broker of 1,000 partitions restarted after a clean
-stop and after a kill -9; ``bench/restart.py``). The same load
+stop and after a kill -9; ``bench/restart.py``) and S14 (followers and a consumer of a
+1,000-partition topic, where fetch sessions count; ``bench/wide_fetch.py``). The same load
 generators run unchanged against both: Kafka's
 ``kafka-producer-perf-test`` and ours (``bench/loadgen.py`` and, for the groups,
 ``bench/groupload.py``; confluent-kafka).
@@ -31,7 +32,6 @@ import datetime
 import json
 import os
 import platform
-import re
 import shutil
 import statistics
 import subprocess
@@ -47,9 +47,11 @@ from pathlib import Path
 import confluent_kafka
 import groupload
 import loadgen
+import perf_tools
 import reassignment
 import restart
 import spark_job
+import wide_fetch
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -105,7 +107,6 @@ COMPACTED_TOPIC = {
     "file.delete.delay.ms": "1000",
 }
 # What kafka-run-class.sh gives a command-line tool (kafka-producer-perf-test).
-PERF_TEST_JVM = ("-Xmx256M", "-XX:+UseG1GC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,9 @@ class Scale:
     s12_latency_seconds: float  # of paced ticks for the tick-to-bar latency
     s13_partitions: int
     s13_megabytes: int  # written before each of S13's two restarts
+    s14_partitions: int
+    s14_seconds: int  # idle, then under a trickle
+    s14_megabytes: int  # written for S14's consumer to read
     sessions: int
     cluster_sessions: int
 
@@ -159,6 +163,9 @@ FULL = Scale(
     s12_latency_seconds=60,
     s13_partitions=1000,
     s13_megabytes=1024,
+    s14_partitions=1000,
+    s14_seconds=20,
+    s14_megabytes=200,
     sessions=4,
     cluster_sessions=2,
 )
@@ -185,6 +192,9 @@ QUICK = Scale(
     s12_latency_seconds=15,
     s13_partitions=40,
     s13_megabytes=16,
+    s14_partitions=100,
+    s14_seconds=3,
+    s14_megabytes=8,
     sessions=2,
     cluster_sessions=2,
 )
@@ -198,10 +208,11 @@ S9_ASSIGNORS = ("range", "cooperative-sticky")  # librdkafka's eager default, in
 S10_PARTITIONS = 12  # offsets per commit
 S10_WINDOW = 16  # asynchronous commits in flight
 S12_PARTITIONS = 6
-SCENARIOS = tuple(f"S{n}" for n in range(1, 14))
+SCENARIOS = tuple(f"S{n}" for n in range(1, 15))
 CLUSTER_SCENARIOS = {"S7", "S8"}
 REASSIGNMENT_SCENARIOS = {"S11"}
 RESTART_SCENARIOS = {"S13"}
+WIDE_FETCH_SCENARIOS = {"S14"}
 
 
 # --------------------------------------------------------------------------------------
@@ -382,44 +393,6 @@ class Session:
 # --------------------------------------------------------------------------------------
 # Scenarios
 
-_PERF_LINE = re.compile(
-    r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency,"
-    r" ([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th"
-)
-
-
-def producer_perf_test(
-    bootstrap: str, topic: str, count: int, size: int, codec: str, acks: str = "1"
-) -> loadgen.Result:
-    command = [
-        find_java(),
-        *PERF_TEST_JVM,
-        "-cp",
-        f"{kafka_libs()}/*",
-        "org.apache.kafka.tools.ProducerPerformance",
-        "--topic",
-        topic,
-        "--num-records",
-        str(count),
-        "--record-size",
-        str(size),
-        "--throughput",
-        "-1",
-        "--producer-props",
-        f"bootstrap.servers={bootstrap}",
-        f"acks={acks}",
-        "batch.size=65536",
-        "linger.ms=5",
-        f"compression.type={codec}",
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    matches = _PERF_LINE.findall(done.stdout)
-    if done.returncode != 0 or not matches:
-        raise RuntimeError(f"kafka-producer-perf-test failed:\n{done.stdout}\n{done.stderr}")
-    sent, per_s, _mib, _avg, _max, p50, _p95, p99, p999 = matches[-1]
-    latency = {"p50": float(p50), "p99": float(p99), "p99.9": float(p999)}
-    return loadgen.Result(int(sent), int(sent) * size, int(sent) / float(per_s), latency)
-
 
 @dataclass(frozen=True)
 class ProduceCase:
@@ -458,7 +431,7 @@ def produce_with_both_tools(
     measured), each into a fresh topic; returns loadgen's topic."""
     perf_topic, loadgen_topic = f"{case.name}-perf", f"{case.name}-loadgen"
     session.create_topic(perf_topic, case.partitions, configs)
-    perf = producer_perf_test(
+    perf = perf_tools.producer_perf_test(
         session.bootstrap, perf_topic, count, case.size, case.codec, case.acks
     )
     record_rates(session, scenario, case.label, "perf-test", perf)
@@ -1081,6 +1054,7 @@ def write_report(
         "the client add to the expiry)",
         reassignment.settings_line(scale.s11_throttle_mb),
         restart.settings_line(scale.s13_partitions, scale.s13_megabytes),
+        wide_fetch.settings_line(scale.s14_partitions, scale.s14_seconds, scale.s14_megabytes),
         "",
         "## Results",
         "",
@@ -1120,7 +1094,8 @@ def run_sessions(
     scenarios: set[str],
 ) -> list[Session]:
     """The single-broker sessions in ``order``, then the cluster sessions, then S11's
-    four-broker sessions and S13's three-broker ones (one per system, Kafka first)."""
+    four-broker sessions, S13's three-broker ones and S14's (one per system, Kafka
+    first)."""
     sessions = []
     for number, system in enumerate(order):
         first = system not in order[:number]
@@ -1147,6 +1122,17 @@ def run_sessions(
             print(f"== {system} restart session {number}", flush=True)
             with sessions[-1] as session:
                 restart.s13_restart(session, scale.s13_partitions, scale.s13_megabytes)
+            shutil.rmtree(sessions[-1].directory, ignore_errors=True)
+    if scenarios & WIDE_FETCH_SCENARIOS:
+        for system in SYSTEMS:
+            number = len(sessions)
+            size = wide_fetch.S14_BROKERS
+            sessions.append(Session(system, number, work, zookeeper, size=size))
+            print(f"== {system} wide fetch session {number}", flush=True)
+            with sessions[-1] as session:
+                wide_fetch.s14_wide_fetch(
+                    session, scale.s14_partitions, scale.s14_seconds, scale.s14_megabytes
+                )
             shutil.rmtree(sessions[-1].directory, ignore_errors=True)
     return sessions
 
@@ -1179,7 +1165,13 @@ def main() -> None:
     scale = QUICK if args.quick else FULL
     if args.cluster_sessions is not None:
         scale = dataclasses.replace(scale, cluster_sessions=args.cluster_sessions)
-    single = args.scenarios - CLUSTER_SCENARIOS - REASSIGNMENT_SCENARIOS - RESTART_SCENARIOS
+    single = (
+        args.scenarios
+        - CLUSTER_SCENARIOS
+        - REASSIGNMENT_SCENARIOS
+        - RESTART_SCENARIOS
+        - WIDE_FETCH_SCENARIOS
+    )
     order = alternating(scale.sessions if args.sessions is None else args.sessions)
     order = order if single else []
     clustered = args.scenarios & CLUSTER_SCENARIOS
@@ -1219,6 +1211,8 @@ def main() -> None:
         order += [f"{system} reassignment" for system in SYSTEMS]
     if args.scenarios & RESTART_SCENARIOS:
         order += [f"{system} restart" for system in SYSTEMS]
+    if args.scenarios & WIDE_FETCH_SCENARIOS:
+        order += [f"{system} wide fetch" for system in SYSTEMS]
     report = write_report(stem, scale, order, sessions, time.monotonic() - began, software)
     print(f"wrote {report.relative_to(ROOT) if report.is_relative_to(ROOT) else report}")
 

@@ -1,6 +1,6 @@
 """Smoke test of ``make bench``'s harness: a tiny run against both systems (single
 brokers, with S12's Spark job, then 3-broker clusters, then 4-broker reassignments, then
-3-broker restarts)
+3-broker restarts and 3-broker wide fetches)
 writes a report with a figure of each system for every scenario, and its plots.
 
 It asserts that the harness measures, never what it measured: no timing assertion.
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIOS = {f"S{n}" for n in range(1, 14)}
+SCENARIOS = {f"S{n}" for n in range(1, 15)}
 SYSTEMS = ("kafka", "tidelog")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -81,6 +81,18 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path):
             for metric in ("until in every ISR", "until serving")
         ], f"{system}: {s13}"
         assert all(value > 0 for value in s13.values()), f"{system}: {s13}"
+
+    # Each measured its brokers following a wide topic idle and under a trickle, and the
+    # Java consumer read all of it.
+    for system in SYSTEMS:
+        s14 = {
+            (r["case"].rsplit(", ", 1)[-1], r["metric"]): r["value"]
+            for r in rows
+            if r["system"] == system and r["scenario"] == "S14"
+        }
+        assert s14[("idle", "broker CPU")] > 0, s14
+        assert s14[("1000 records/s", "ack p99")] > 0, s14
+        assert s14[("100 partitions RF=3", "records")] > 0, s14
 
     # The same Spark job read every tick in batch and through the streaming query, and
     # saw bars arrive after the ticks that closed them.

@@ -1,0 +1,96 @@
+"""Apache Kafka's own perf tools, run by ``make bench`` against both systems:
+``kafka-producer-perf-test`` (``ProducerPerformance``) and ``kafka-consumer-perf-test``
+(``ConsumerPerformance``, the Java consumer: it keeps incremental fetch sessions)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import loadgen
+from kafka_broker import kafka_libs
+
+from tidelog.zookeeper import find_java
+
+__all__ = ["PERF_TEST_JVM", "consumer_perf_test", "producer_perf_test"]
+
+PERF_TEST_JVM = ("-Xmx256M", "-XX:+UseG1GC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+_PRODUCER_LINE = re.compile(
+    r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency,"
+    r" ([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th"
+)
+
+
+def _run_tool(main_class: str, arguments: list[str], timeout: float = 600) -> str:
+    command = [find_java(), *PERF_TEST_JVM, "-cp", f"{kafka_libs()}/*", main_class, *arguments]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{main_class} failed:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def producer_perf_test(
+    bootstrap: str,
+    topic: str,
+    count: int,
+    size: int,
+    codec: str,
+    acks: str = "1",
+    throughput: int = -1,
+) -> loadgen.Result:
+    """``count`` records of ``size`` bytes, at most ``throughput`` per second (-1: as fast
+    as it goes); the rate and the acknowledgement latencies the tool reports."""
+    stdout = _run_tool(
+        "org.apache.kafka.tools.ProducerPerformance",
+        [
+            "--topic",
+            topic,
+            "--num-records",
+            str(count),
+            "--record-size",
+            str(size),
+            "--throughput",
+            str(throughput),
+            "--producer-props",
+            f"bootstrap.servers={bootstrap}",
+            f"acks={acks}",
+            "batch.size=65536",
+            "linger.ms=5",
+            f"compression.type={codec}",
+        ],
+    )
+    matches = _PRODUCER_LINE.findall(stdout)
+    if not matches:
+        raise RuntimeError(f"kafka-producer-perf-test printed no summary:\n{stdout}")
+    sent, per_s, _mib, _avg, _max, p50, _p95, p99, p999 = matches[-1]
+    latency = {"p50": float(p50), "p99": float(p99), "p99.9": float(p999)}
+    return loadgen.Result(int(sent), int(sent) * size, int(sent) / float(per_s), latency)
+
+
+def consumer_perf_test(bootstrap: str, topic: str, count: int, group: str) -> loadgen.Result:
+    """``count`` records of ``topic`` read by a consumer of group ``group`` (subscribed,
+    from the earliest offsets); the time is the tool's fetch time, the group join left
+    out."""
+    stdout = _run_tool(
+        "org.apache.kafka.tools.ConsumerPerformance",
+        [
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            topic,
+            "--messages",
+            str(count),
+            "--group",
+            group,
+            "--timeout",
+            "60000",
+        ],
+    )
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    header = [name.strip() for name in lines[-2].split(",")]
+    values = dict(zip(header, (v.strip() for v in lines[-1].split(",")), strict=True))
+    records = int(values["data.consumed.in.nMsg"])
+    if records < count:
+        raise RuntimeError(f"kafka-consumer-perf-test read {records} of {count}:\n{stdout}")
+    seconds = float(values["fetch.time.ms"]) / 1000
+    return loadgen.Result(records, int(float(values["data.consumed.in.MB"]) * loadgen.MB), seconds)
