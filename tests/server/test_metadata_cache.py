@@ -9,9 +9,9 @@ def test_topics_by_id_and_the_cached_response_follow_every_change():
     cache.update_partition("t", first, PartitionMetadata(0, 1, 0, [1], [1]))
     entry = cache.topic_by_id(first)
     assert entry.name == "t"
-    entry.response = "built"
+    entry.encoded[12] = "written"
     cache.update_partition("t", first, PartitionMetadata(0, 1, 1, [1], [1]))
-    assert entry.response is None  # a leadership change invalidates the view
+    assert not entry.encoded  # a leadership change invalidates the view
     cache.update_partition("t", second, PartitionMetadata(0, 1, 0, [1], [1]))  # recreated
     assert cache.topic_by_id(first) is None and cache.topic_by_id(second).name == "t"
     cache.remove_topic("t")

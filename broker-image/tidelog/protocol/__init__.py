@@ -16,6 +16,7 @@ with ``FetchRequest.FetchTopic`` and so on), with Kafka's field names in snake c
 Errors: :mod:`tidelog.protocol.errors`.
 """
 
+from ._compiler import Encoded, encode_ahead
 from ._structs import Struct
 from .api import (
     OPERATIONS_NOT_REQUESTED,
@@ -50,6 +51,7 @@ __all__ = [
     "OPERATIONS_NOT_REQUESTED",
     "ApiKey",
     "ApiSpec",
+    "Encoded",
     "ErrorCode",
     "LocalProtocolError",
     "MalformedMessageError",
@@ -64,6 +66,7 @@ __all__ = [
     "api_specs",
     "decode_request",
     "decode_response",
+    "encode_ahead",
     "encode_request",
     "encode_response",
     "encode_response_chunks",

@@ -7,6 +7,10 @@ version lacks are not read and take their defaults; writing a non-default value 
 of them is an error unless the field is ``ignorable`` (Kafka's rule). Tagged fields are
 read from, and written to, each struct's tagged-fields section, only when not default;
 unknown tags are kept raw and written back in tag order.
+
+A struct may also be written ahead (:func:`encode_ahead`): the :class:`Encoded` bytes
+then stand for it wherever the same version's writer meets them, for a large part of a
+response that changes seldom (a topic's partitions in Metadata).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from ._schema import FIXED_FORMATS, FieldSpec, MessageSpec, StructSpec
 from ._structs import Struct, field_default, message_classes
 from .errors import LocalProtocolError
 
-__all__ = ["Codec", "compile_message"]
+__all__ = ["Codec", "Encoded", "compile_message", "encode_ahead"]
 
 ReadStep = Callable[[Any, int, Any], int]
 WriteStep = Callable[[list, Any], None]
@@ -66,6 +70,29 @@ class Codec:
     cls: type[Struct]
     read: Callable[[Any, int], tuple[Any, int]]
     write: Callable[[list, Any], None]
+    # Every struct of the message, nested ones too, by name: (reader, writer).
+    structs: dict[str, tuple[Any, Any]]
+
+
+class Encoded:
+    """A struct written ahead by one version's writer (:func:`encode_ahead`); that writer
+    writes these bytes in its place. The struct must not change afterwards: the bytes
+    would not follow."""
+
+    __slots__ = ("data", "writer")
+
+    def __init__(self, data: bytes, writer: Callable[[list, Any], None]):
+        self.data = data
+        self.writer = writer
+
+
+def encode_ahead(codec: Codec, obj: Struct) -> Encoded:
+    """``obj`` (a struct of ``codec``'s message, with no records field) as ``codec``
+    writes it, to put in a message in its place."""
+    write = codec.structs[type(obj)._spec.name][1]
+    parts: list = []
+    write(parts, obj)
+    return Encoded(b"".join(parts), write)
 
 
 class _Context:
@@ -83,7 +110,7 @@ def compile_message(spec: MessageSpec, version: int, strict: bool = True) -> Cod
     value (a server filling responses for its newest version answers older clients)."""
     context = _Context(spec, version, strict)
     read, write = _struct_codec(context, spec.struct, spec.name)
-    return Codec(spec.name, version, context.classes[spec.name], read, write)
+    return Codec(spec.name, version, context.classes[spec.name], read, write, context.structs)
 
 
 # --------------------------------------------------------------------------------------
@@ -155,6 +182,11 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
     write_tags = _tags_writer(tagged) if flexible else None
 
     def write(out: list, obj: Any) -> None:
+        if type(obj) is Encoded:
+            if obj.writer is not write:
+                raise LocalProtocolError(f"{path}: written ahead for another version")
+            out.append(obj.data)
+            return
         if type(obj) is dict:
             obj = cls.from_dict(obj)
         for step in write_steps_t:

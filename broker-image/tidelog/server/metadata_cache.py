@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from tidelog.controller.zk_data import BrokerRegistration
+from tidelog.protocol import Encoded
 
 __all__ = ["MetadataCache", "PartitionMetadata", "TopicMetadata"]
 
@@ -28,9 +29,10 @@ class TopicMetadata:
     name: str
     topic_id: uuid.UUID
     partitions: dict[int, PartitionMetadata] = field(default_factory=dict)
-    # The Metadata response's view of this topic, built once per change: rebuilding
-    # it for a thousand partitions on every request cost milliseconds.
-    response: object | None = None
+    # The Metadata response's view of this topic, written once per change and response
+    # version: building and writing it for a thousand partitions on every request cost
+    # milliseconds.
+    encoded: dict[int, Encoded] = field(default_factory=dict)
 
     @property
     def is_internal(self) -> bool:
@@ -56,7 +58,7 @@ class MetadataCache:
             entry = self.topics[topic] = TopicMetadata(topic, topic_id)
             self._by_id[topic_id] = entry
         entry.partitions[state.partition] = state
-        entry.response = None
+        entry.encoded.clear()
 
     def remove_partition(self, topic: str, partition: int) -> None:
         """A partition of a topic being deleted; the topic goes with its last one."""
@@ -64,7 +66,7 @@ class MetadataCache:
         if entry is None:
             return
         entry.partitions.pop(partition, None)
-        entry.response = None
+        entry.encoded.clear()
         if not entry.partitions:
             self.remove_topic(topic)
 

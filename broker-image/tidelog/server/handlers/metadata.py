@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 
-from tidelog.protocol import ApiKey, response_class
+from tidelog.protocol import ApiKey, Encoded, encode_ahead, response_class, response_codec
 from tidelog.protocol.errors import ErrorCode
 from tidelog.server.topic_names import topic_name_error
 
@@ -29,16 +29,21 @@ def _partition(state) -> object:
     )
 
 
-def _topic(entry) -> object:
-    if entry.response is None:
-        entry.response = MetadataResponse.MetadataResponseTopic(
+def _topic(entry, version: int) -> Encoded:
+    """The topic as the response at ``version`` holds it, written ahead once per change
+    of the topic (the dispatcher writes responses with the lenient codec)."""
+    encoded = entry.encoded.get(version)
+    if encoded is None:
+        topic = MetadataResponse.MetadataResponseTopic(
             error_code=ErrorCode.NONE,
             name=entry.name,
             topic_id=entry.topic_id,
             is_internal=entry.is_internal,
             partitions=[_partition(s) for _, s in sorted(entry.partitions.items())],
         )
-    return entry.response
+        codec = response_codec(ApiKey.METADATA, version, strict=False)
+        encoded = entry.encoded[version] = encode_ahead(codec, topic)
+    return encoded
 
 
 def _error_topic(name, code, topic_id=ZERO_UUID) -> object:
@@ -49,32 +54,33 @@ def _error_topic(name, code, topic_id=ZERO_UUID) -> object:
 
 async def handle_metadata(broker, header, request, context):
     cache = broker.metadata
-    every = request.topics is None or (header.request_api_version == 0 and not request.topics)
+    version = header.request_api_version
+    every = request.topics is None or (version == 0 and not request.topics)
     if every:  # null, or an empty list in v0, asks for every topic
-        topics = [_topic(entry) for _, entry in sorted(cache.topics.items())]
+        topics = [_topic(entry, version) for _, entry in sorted(cache.topics.items())]
     else:
         topics = []
-        auto_create = header.request_api_version < 4 or request.allow_auto_topic_creation
+        auto_create = version < 4 or request.allow_auto_topic_creation
         for wanted in request.topics:
             name = wanted.name
             if name is None:  # v10+: asked by id
                 entry = cache.topic_by_id(wanted.topic_id)
                 topics.append(
-                    _topic(entry)
+                    _topic(entry, version)
                     if entry
                     else _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, wanted.topic_id)
                 )
                 continue
             entry = cache.topics.get(name)
             if entry is not None:
-                topics.append(_topic(entry))
+                topics.append(_topic(entry, version))
             elif topic_name_error(name):
                 topics.append(_error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
             elif auto_create and broker.config["auto.create.topics.enable"]:
                 code = await broker.auto_create_topic(name)
                 created = cache.topics.get(name)
                 if code == ErrorCode.NONE and created is not None:
-                    topics.append(_topic(created))
+                    topics.append(_topic(created, version))
                 else:
                     topics.append(_error_topic(name, code or ErrorCode.LEADER_NOT_AVAILABLE))
             else:
