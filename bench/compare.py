@@ -40,6 +40,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -1107,34 +1108,53 @@ def run_sessions(
         run_cluster_session(sessions[-1], scale, scenarios)
         shutil.rmtree(sessions[-1].directory, ignore_errors=True)
     if scenarios & REASSIGNMENT_SCENARIOS:
-        for system in SYSTEMS:
-            number = len(sessions)
-            size = reassignment.S11_BROKERS
-            sessions.append(Session(system, number, work, zookeeper, size=size))
-            print(f"== {system} reassignment session {number}", flush=True)
-            with sessions[-1] as session:
-                reassignment.s11_reassignment(session, scale.s11_megabytes, scale.s11_throttle_mb)
-            shutil.rmtree(sessions[-1].directory, ignore_errors=True)
+        run_per_system(
+            sessions,
+            work,
+            zookeeper,
+            ("reassignment", reassignment.S11_BROKERS),
+            lambda session: reassignment.s11_reassignment(
+                session, scale.s11_megabytes, scale.s11_throttle_mb
+            ),
+        )
     if scenarios & RESTART_SCENARIOS:
-        for system in SYSTEMS:
-            number = len(sessions)
-            sessions.append(Session(system, number, work, zookeeper, size=restart.S13_BROKERS))
-            print(f"== {system} restart session {number}", flush=True)
-            with sessions[-1] as session:
-                restart.s13_restart(session, scale.s13_partitions, scale.s13_megabytes)
-            shutil.rmtree(sessions[-1].directory, ignore_errors=True)
+        run_per_system(
+            sessions,
+            work,
+            zookeeper,
+            ("restart", restart.S13_BROKERS),
+            lambda session: restart.s13_restart(session, scale.s13_partitions, scale.s13_megabytes),
+        )
     if scenarios & WIDE_FETCH_SCENARIOS:
-        for system in SYSTEMS:
-            number = len(sessions)
-            size = wide_fetch.S14_BROKERS
-            sessions.append(Session(system, number, work, zookeeper, size=size))
-            print(f"== {system} wide fetch session {number}", flush=True)
-            with sessions[-1] as session:
-                wide_fetch.s14_wide_fetch(
-                    session, scale.s14_partitions, scale.s14_seconds, scale.s14_megabytes
-                )
-            shutil.rmtree(sessions[-1].directory, ignore_errors=True)
+        run_per_system(
+            sessions,
+            work,
+            zookeeper,
+            ("wide fetch", wide_fetch.S14_BROKERS),
+            lambda session: wide_fetch.s14_wide_fetch(
+                session, scale.s14_partitions, scale.s14_seconds, scale.s14_megabytes
+            ),
+        )
     return sessions
+
+
+def run_per_system(
+    sessions: list[Session],
+    work: Path,
+    zookeeper: str,
+    kind: tuple[str, int],
+    scenario: Callable[[Session], None],
+) -> None:
+    """One session per system (Kafka first) of ``kind`` (its name and number of
+    brokers), each running ``scenario``; appended to ``sessions``."""
+    name, size = kind
+    for system in SYSTEMS:
+        number = len(sessions)
+        sessions.append(Session(system, number, work, zookeeper, size=size))
+        print(f"== {system} {name} session {number}", flush=True)
+        with sessions[-1] as session:
+            scenario(session)
+        shutil.rmtree(sessions[-1].directory, ignore_errors=True)
 
 
 def chosen_scenarios(text: str) -> set[str]:

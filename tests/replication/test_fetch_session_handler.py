@@ -9,6 +9,16 @@ from tidelog.replication.fetch_session import FetchSessionHandler
 A, B, C = ("t", 0), ("t", 1), ("u", 0)
 
 
+def in_session(session_id: int = 42) -> FetchSessionHandler:
+    """A handler whose first, full fetch of A opened session ``session_id``; its next
+    fetch of A is built."""
+    handler = FetchSessionHandler()
+    handler.build({A: 0})
+    handler.handle_response(ErrorCode.NONE, session_id)
+    handler.build({A: 0})
+    return handler
+
+
 def test_the_first_fetch_is_full_and_later_ones_send_only_what_changed():
     handler = FetchSessionHandler()
     assert (handler.session_id, handler.epoch) == (0, 0)
@@ -29,20 +39,14 @@ def test_no_session_from_the_leader_keeps_fetches_full():
 
 
 def test_an_evicted_session_starts_over_with_a_new_one():
-    handler = FetchSessionHandler()
-    handler.build({A: 0})
-    handler.handle_response(ErrorCode.NONE, 42)
-    handler.build({A: 0})
+    handler = in_session()
     assert not handler.handle_response(ErrorCode.FETCH_SESSION_ID_NOT_FOUND, 0)
     assert (handler.session_id, handler.epoch) == (0, 0)
     assert handler.build({A: 0}) == ({A: 0}, [])
 
 
 def test_a_wrong_epoch_or_a_lost_answer_closes_the_session_with_a_full_fetch():
-    handler = FetchSessionHandler()
-    handler.build({A: 0})
-    handler.handle_response(ErrorCode.NONE, 42)
-    handler.build({A: 0})
+    handler = in_session()
     assert not handler.handle_response(ErrorCode.INVALID_FETCH_SESSION_EPOCH, 0)
     assert (handler.session_id, handler.epoch) == (42, 0)  # closes 42, opens another
     handler.handle_response(ErrorCode.NONE, 43)
