@@ -261,7 +261,11 @@ class FetchContext:
             if partition.take_response(answer):
                 sent.append((partition, answer))
                 key = partition.key(session.uses_topic_ids)
-                session.partitions[key] = session.partitions.pop(key)  # to the end
+                # To the end; a fetch that changed the session meanwhile (a client that
+                # gave up on this one) may have forgotten the partition.
+                if session.partitions.get(key) is partition:
+                    del session.partitions[key]
+                    session.partitions[key] = partition
         return sent
 
 
