@@ -198,3 +198,13 @@ def test_an_old_session_is_evicted_for_a_larger_one_only():
     assert open_session(cache, 10) == 0  # a tie keeps the old one
     assert open_session(cache, 11)
     assert cache.get(old) is None
+
+
+def test_a_fetch_answered_after_a_later_one_changed_the_session_leaves_it_as_changed():
+    cache = FetchSessionCache(10)
+    session_id = open_session(cache, 2)
+    waiting = context(cache, session_id, 1)  # in purgatory; its client gave up on it
+    context(cache, session_id, 2, forgotten=[("t", 0)]).respond([answer()])
+    _, pairs = waiting.respond([answer(hw=9), answer(hw=9)])
+    assert [p.partition for p, _ in pairs] == [0, 1]
+    assert [p.partition for p in context(cache, session_id, 3).partitions] == [1]
