@@ -103,7 +103,9 @@ def assert_acknowledged_records_kept(
         lost = {o: v for o, v in acked[partition].items() if log.get(o) != v}
         assert not lost, f"partition {partition} lost {len(lost)} acked records {context}"
         numbers = [int(value) for _, value in records]
-        assert numbers == sorted(set(numbers)), f"partition {partition} disordered {context}"
+        assert numbers == sorted(
+            set(numbers)
+        ), f"partition {partition} disordered {context}: {_first_disorder(records)}"
         missing = set(producer.acked_unplaced[partition]) - set(log.values())
         assert not missing, f"partition {partition} lost {len(missing)} acked records {context}"
 
@@ -128,3 +130,14 @@ def _read(bootstrap: str, topic: str, ends: dict[int, int]) -> dict[int, list]:
     finally:
         consumer.close()
     return found
+
+
+def _first_disorder(records: list[tuple[int, bytes]]) -> str:
+    """Where a partition's numbers first stop rising: the (offset, number) pairs around
+    it, and whether the number came before (a duplicate) or is merely late."""
+    numbers = [int(value) for _, value in records]
+    at = next(i for i in range(1, len(numbers)) if numbers[i] <= numbers[i - 1])
+    seen_at = numbers.index(numbers[at])
+    kind = f"a duplicate of offset {records[seen_at][0]}" if seen_at < at else "late"
+    around = [(offset, int(value)) for offset, value in records[max(0, at - 3) : at + 3]]
+    return f"offset {records[at][0]} holds {numbers[at]}, {kind}; around it: {around}"
