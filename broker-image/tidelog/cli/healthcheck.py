@@ -3,7 +3,11 @@
 ``tidelog-healthcheck [CONFIG] [--override KEY=VALUE ...]`` reads the broker's settings
 the way ``tidelog-server`` does (the file, by default ``/etc/tidelog/server.properties``,
 then ``TIDELOG_CONFIG_*`` variables, then ``--override``) and sends an ApiVersions
-request to each of its listeners (a listener on every interface is reached on loopback).
+request to each of its listeners (a listener on every interface is reached on loopback),
+then a Metadata request: a broker that has had no metadata from the controller yet (one
+just started: it lists no live broker) is not healthy, for clients it would tell of an
+empty cluster. As a readiness probe, this keeps such a broker out of a Service until the
+controller has reached it.
 ``tidelog-healthcheck --zookeeper HOST:PORT`` sends ZooKeeper's ``srvr`` instead and
 wants a server that serves requests (``Mode:`` in the answer).
 
@@ -62,7 +66,30 @@ def check_broker(config: BrokerConfig, timeout: float) -> str:
         if not any(item.api_key == ApiKey.API_VERSIONS for item in response.api_keys):
             raise HealthCheckError(f"broker on {where} answered ApiVersions without ApiVersions")
         answers.append(f"{where} ({len(response.api_keys)} APIs)")
-    return f"broker {config.broker_id} answers ApiVersions on {', '.join(answers)}"
+    live = _live_brokers(config, timeout)
+    return (
+        f"broker {config.broker_id} answers ApiVersions on {', '.join(answers)} "
+        f"and knows {live} live brokers"
+    )
+
+
+def _live_brokers(config: BrokerConfig, timeout: float) -> int:
+    """How many live brokers the broker's Metadata lists, asked on its first listener;
+    HealthCheckError when none (no metadata from the controller yet)."""
+    name, host, port = config.listeners[0]
+    target = _LOOPBACK.get(host, host)
+    where = f"{name} {_address(target, port)}"
+    try:
+        with BrokerConnection(target, port, client_id=PROG, timeout=timeout) as connection:
+            response = connection.request(ApiKey.METADATA, 1, {"topics": []})
+    except (OSError, ProtocolError) as error:
+        raise HealthCheckError(f"broker on {where}: {_reason(error)}") from None
+    if not response.brokers:
+        raise HealthCheckError(
+            f"broker on {where} has no metadata from the controller yet (it lists no live "
+            "broker)"
+        )
+    return len(response.brokers)
 
 
 def check_zookeeper(host: str, port: int, timeout: float) -> str:
