@@ -1,10 +1,16 @@
 """Broker processes for the integration tests (the class ``make run`` uses, configured
 for tests)."""
 
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from kazoo.client import KazooClient
+
 from tidelog.server import process
 from tidelog.server.process import TIDELOG_SERVER, free_port
 
-__all__ = ["TIDELOG_SERVER", "BrokerProcess", "free_port"]
+__all__ = ["TIDELOG_SERVER", "BrokerProcess", "free_port", "uninformed_broker"]
 
 
 class BrokerProcess(process.BrokerProcess):
@@ -15,3 +21,19 @@ class BrokerProcess(process.BrokerProcess):
 
     def extra_properties(self) -> dict[str, str]:
         return {**super().extra_properties(), "offsets.topic.replication.factor": "1"}
+
+
+@contextlib.contextmanager
+def uninformed_broker(directory: Path, zk_connect: str) -> Iterator[BrokerProcess]:
+    """Broker 7, running, that never gets the controller's metadata: ``/controller``
+    names broker 99, who is not there, so the broker knows no live broker (as one just
+    started does until the controller reaches it). Must stop cleanly."""
+    zk = KazooClient(hosts=zk_connect)
+    zk.start()
+    zk.create("/controller", b'{"version":1,"brokerid":99,"timestamp":"0"}', ephemeral=True)
+    broker = BrokerProcess(directory, zk_connect, broker_id=7).start()
+    try:
+        yield broker
+    finally:
+        assert broker.stop() == 0
+        zk.stop()

@@ -37,7 +37,7 @@ from kafka.errors import (
 )
 from kazoo.client import KazooClient
 
-from integration.broker_process import BrokerProcess
+from integration.broker_process import BrokerProcess, uninformed_broker
 from tidelog.admin import AdminClient as TidelogAdmin
 from tidelog.admin import AdminError
 from tidelog.protocol import ApiKey, decode_response, encode_request
@@ -597,8 +597,6 @@ def test_incremental_alter_topic_configs(broker, kadmin, cadmin):
 
 
 def broker_zk_get(broker, path):
-    from kazoo.client import KazooClient
-
     connect = [
         line
         for line in broker.config_path.read_text().splitlines()
@@ -770,8 +768,6 @@ def test_dynamic_broker_config_changes_topic_defaults(broker, kadmin, cadmin):
 
 
 def test_dynamic_configs_are_loaded_at_start_up(tmp_path, zk_chroot):
-    from kazoo.client import KazooClient
-
     process = BrokerProcess(
         tmp_path / "b", zk_chroot, overrides={"log.retention.check.interval.ms": "200"}
     ).start()
@@ -913,11 +909,7 @@ def test_admin_metadata_passes_over_a_broker_without_the_controllers_metadata(
     there) has no metadata and answers as if the cluster were empty: tidelog's admin
     client asks the next address instead, and with no other says so, clearly and
     retriably, rather than taking an empty cluster for the truth."""
-    zk = KazooClient(hosts=zk_chroot)
-    zk.start()
-    zk.create("/controller", b'{"version":1,"brokerid":99,"timestamp":"0"}', ephemeral=True)
-    uninformed = BrokerProcess(tmp_path / "uninformed", zk_chroot, broker_id=7).start()
-    try:
+    with uninformed_broker(tmp_path / "uninformed", zk_chroot) as uninformed:
         raw = raw_call(uninformed.bootstrap, ApiKey.METADATA, 9, {"topics": None})
         assert raw.brokers == [] and raw.topics == []  # what Kafka answers too
         with pytest.raises(AdminError) as caught:
@@ -927,6 +919,3 @@ def test_admin_metadata_passes_over_a_broker_without_the_controllers_metadata(
 
         both = TidelogAdmin(f"{uninformed.bootstrap},{broker.bootstrap}", timeout=5)
         assert [b.node_id for b in both.metadata([]).brokers] == [1]
-    finally:
-        assert uninformed.stop() == 0
-        zk.stop()

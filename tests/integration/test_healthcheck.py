@@ -13,9 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kazoo.client import KazooClient
 
-from integration.broker_process import BrokerProcess, free_port
+from integration.broker_process import BrokerProcess, free_port, uninformed_broker
 from tidelog.zookeeper import ZooKeeperServer
 
 HEALTHCHECK = Path(sys.executable).with_name("tidelog-healthcheck")
@@ -60,16 +59,9 @@ def test_a_broker_without_the_controllers_metadata_is_not_ready(
     """``/controller`` names a broker that is not there: the broker answers ApiVersions
     but knows no live broker, so as a readiness probe the check keeps it out of a
     Service, where clients would learn an empty cluster from it."""
-    zk = KazooClient(hosts=zk_chroot)
-    zk.start()
-    zk.create("/controller", b'{"version":1,"brokerid":99,"timestamp":"0"}', ephemeral=True)
-    uninformed = BrokerProcess(tmp_path / "uninformed", zk_chroot, broker_id=7).start()
-    try:
+    with uninformed_broker(tmp_path / "uninformed", zk_chroot) as uninformed:
         result = healthcheck(str(uninformed.config_path))
         assert_unhealthy(result, "has no metadata from the controller yet")
-    finally:
-        assert uninformed.stop() == 0
-        zk.stop()
 
 
 def test_a_listener_on_every_interface_is_checked_on_loopback(

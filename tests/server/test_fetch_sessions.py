@@ -61,7 +61,7 @@ def test_a_full_fetch_at_epoch_zero_opens_a_session_and_answers_every_partition(
     session_id, pairs = full.respond([answer(hw=5), answer(hw=0)])
     assert session_id > 0
     assert [p.partition for p, _ in pairs] == [0, 1]
-    assert len(cache) == 1 and cache.total_partitions() == 2
+    assert len(cache) == 1 and len(cache.get(session_id).partitions) == 2
 
 
 def test_a_sessionless_fetch_opens_none_and_closes_the_one_it_names():
@@ -169,7 +169,7 @@ def test_a_full_cache_evicts_a_session_idle_longer_than_the_eviction_time():
     idle = open_session(cache, 50)
     clock.now += EVICTION_MS / 1000 + 1
     fresh = open_session(cache, 1)
-    assert fresh and cache.get(idle) is None and cache.evictions == 1
+    assert fresh and cache.get(idle) is None and len(cache) == 1  # one session evicted
 
 
 def test_a_young_consumer_session_is_not_evicted_for_another_consumer():

@@ -46,9 +46,10 @@ def _address(host: str, port: int) -> str:
 
 
 def check_broker(config: BrokerConfig, timeout: float) -> str:
-    """Send ApiVersions to every listener of ``config``; what was found, or raise
-    :class:`HealthCheckError`."""
+    """Send ApiVersions to every listener of ``config``, and Metadata to the first;
+    what was found, or raise :class:`HealthCheckError`."""
     answers = []
+    live = 0
     for name, host, port in config.listeners:
         if port == 0:
             raise HealthCheckError(f"listener {name} has port 0: its port cannot be known")
@@ -58,6 +59,8 @@ def check_broker(config: BrokerConfig, timeout: float) -> str:
             with BrokerConnection(target, port, client_id=PROG, timeout=timeout) as connection:
                 body = {"client_software_name": PROG, "client_software_version": "1"}
                 response = connection.request(ApiKey.API_VERSIONS, 3, body)
+                if not answers:
+                    live = len(connection.request(ApiKey.METADATA, 1, {"topics": []}).brokers)
         except (OSError, ProtocolError) as error:
             raise HealthCheckError(f"broker on {where}: {_reason(error)}") from None
         if response.error_code != ErrorCode.NONE:
@@ -65,31 +68,16 @@ def check_broker(config: BrokerConfig, timeout: float) -> str:
             raise HealthCheckError(f"broker on {where} answered ApiVersions with {code}")
         if not any(item.api_key == ApiKey.API_VERSIONS for item in response.api_keys):
             raise HealthCheckError(f"broker on {where} answered ApiVersions without ApiVersions")
+        if not live:
+            raise HealthCheckError(
+                f"broker on {where} has no metadata from the controller yet (it lists no "
+                "live broker)"
+            )
         answers.append(f"{where} ({len(response.api_keys)} APIs)")
-    live = _live_brokers(config, timeout)
     return (
         f"broker {config.broker_id} answers ApiVersions on {', '.join(answers)} "
         f"and knows {live} live brokers"
     )
-
-
-def _live_brokers(config: BrokerConfig, timeout: float) -> int:
-    """How many live brokers the broker's Metadata lists, asked on its first listener;
-    HealthCheckError when none (no metadata from the controller yet)."""
-    name, host, port = config.listeners[0]
-    target = _LOOPBACK.get(host, host)
-    where = f"{name} {_address(target, port)}"
-    try:
-        with BrokerConnection(target, port, client_id=PROG, timeout=timeout) as connection:
-            response = connection.request(ApiKey.METADATA, 1, {"topics": []})
-    except (OSError, ProtocolError) as error:
-        raise HealthCheckError(f"broker on {where}: {_reason(error)}") from None
-    if not response.brokers:
-        raise HealthCheckError(
-            f"broker on {where} has no metadata from the controller yet (it lists no live "
-            "broker)"
-        )
-    return len(response.brokers)
 
 
 def check_zookeeper(host: str, port: int, timeout: float) -> str:

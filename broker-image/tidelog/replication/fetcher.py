@@ -313,7 +313,7 @@ class ReplicaFetcher:
                 "session_id": self._session.session_id,
                 "session_epoch": self._session.epoch,
                 "topics": _fetch_topics(to_send),
-                "forgotten_topics_data": _forgotten_topics(forgotten),
+                "forgotten_topics_data": _by_topic(forgotten),
                 "rack_id": "",
             },
         )
@@ -358,23 +358,25 @@ class ReplicaFetcher:
 
 def _fetch_topics(partitions: dict[TopicPartition, tuple[int, int, int, int]]) -> list[dict]:
     """The Fetch request's topics for ``partitions`` (each with its current leader epoch,
-    fetch offset, log start offset and size limit), a topic's partitions together."""
-    topics: dict[str, list[dict]] = {}
-    for (topic, partition), (epoch, offset, log_start, max_bytes) in partitions.items():
-        topics.setdefault(topic, []).append(
+    fetch offset, log start offset and size limit)."""
+    return _by_topic(
+        (
+            topic,
             {
                 "partition": partition,
                 "current_leader_epoch": epoch,
                 "fetch_offset": offset,
                 "log_start_offset": log_start,
                 "partition_max_bytes": max_bytes,
-            }
+            },
         )
-    return [{"topic": topic, "partitions": found} for topic, found in topics.items()]
+        for (topic, partition), (epoch, offset, log_start, max_bytes) in partitions.items()
+    )
 
 
-def _forgotten_topics(partitions: list[TopicPartition]) -> list[dict]:
-    topics: dict[str, list[int]] = {}
-    for topic, partition in partitions:
-        topics.setdefault(topic, []).append(partition)
+def _by_topic(items) -> list[dict]:
+    """``(topic, entry)`` pairs as a request's topics, each topic's entries together."""
+    topics: dict[str, list] = {}
+    for topic, entry in items:
+        topics.setdefault(topic, []).append(entry)
     return [{"topic": topic, "partitions": found} for topic, found in topics.items()]

@@ -141,7 +141,6 @@ class FetchSessionCache:
         self._eviction = eviction_ms / 1000
         self._clock = clock
         self._sessions: dict[int, FetchSession] = {}
-        self.evictions = 0
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -154,9 +153,6 @@ class FetchSessionCache:
 
     def touch(self, session: FetchSession) -> None:
         session.last_used = self._clock()
-
-    def total_partitions(self) -> int:
-        return sum(len(s.partitions) for s in self._sessions.values())
 
     def create(
         self,
@@ -204,7 +200,6 @@ class FetchSessionCache:
 
     def _evict(self, session: FetchSession) -> bool:
         del self._sessions[session.id]
-        self.evictions += 1
         return True
 
 
