@@ -21,6 +21,7 @@ from tidelog.controller.requests import (
 )
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
+from tidelog.records.builder import build_batch
 
 TOPIC = "orders"
 
@@ -37,8 +38,8 @@ def led_by(leaders: dict, broker_id: int) -> list[int]:
 
 def leader_errors(cluster: Cluster, broker_id: int, partitions: list[int]) -> dict:
     """ListOffsets asked of a broker, per partition: NONE where it leads,
-    NOT_LEADER_OR_FOLLOWER where it hosts a follower, UNKNOWN_TOPIC_OR_PARTITION where it
-    hosts nothing."""
+    NOT_LEADER_OR_FOLLOWER where it does not but the cluster has the partition,
+    UNKNOWN_TOPIC_OR_PARTITION where the cluster has no such partition."""
     body = {
         "replica_id": -1,
         "isolation_level": 0,
@@ -190,10 +191,54 @@ def test_a_dead_leaders_partitions_move_within_the_isr_and_it_takes_its_replicas
         directories = [d / f"{TOPIC}-{partition}" for d in cluster.brokers[victim].log_dirs]
         assert any(d.is_dir() for d in directories)
     wait_until(
-        lambda: leader_errors(cluster, victim, hosted)
-        == {p: ErrorCode.NOT_LEADER_OR_FOLLOWER for p in hosted},
-        f"broker {victim} hosts its replicas again (as a follower)",
+        lambda: all(victim in isr for _, _, isr in cluster.leaders(victim, TOPIC).values()),
+        f"broker {victim} follows its replicas again, back in every ISR",
     )
+    assert leader_errors(cluster, victim, hosted) == {
+        p: ErrorCode.NOT_LEADER_OR_FOLLOWER for p in hosted
+    }
+
+
+def produce_errors(cluster: Cluster, broker_id: int, topic: str, partitions: list[int]) -> dict:
+    """Produce (acks=1, one record) asked of a broker: the error per partition."""
+    records = build_batch([(None, b"x")])
+    body = {
+        "transactional_id": None,
+        "acks": 1,
+        "timeout_ms": 5000,
+        "topic_data": [
+            {
+                "name": topic,
+                "partition_data": [{"index": p, "records": records} for p in partitions],
+            }
+        ],
+    }
+    with cluster.connect(broker_id) as connection:
+        response = connection.request(ApiKey.PRODUCE, None, body)
+    return {p.index: p.error_code for t in response.responses for p in t.partition_responses}
+
+
+def test_a_broker_without_a_replica_sends_clients_to_the_leader_and_knows_what_is_missing(
+    cluster,
+):
+    """Kafka's answer for a partition not hosted here (a reassignment took it away while
+    the request was on its way): NOT_LEADER_OR_FOLLOWER when the cluster has it, so the
+    client looks up the leader again; UNKNOWN_TOPIC_OR_PARTITION when it does not."""
+    host, elsewhere = sorted(cluster.brokers)[:2]
+    cluster.create_topic(TOPIC, assignment={0: [host]})
+    wait_until(lambda: cluster.leaders(elsewhere, TOPIC), f"broker {elsewhere} knows {TOPIC}")
+    assert produce_errors(cluster, host, TOPIC, [0]) == {0: ErrorCode.NONE}
+    assert produce_errors(cluster, elsewhere, TOPIC, [0, 1]) == {
+        0: ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        1: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+    assert leader_errors(cluster, elsewhere, [0, 1]) == {
+        0: ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        1: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+    assert produce_errors(cluster, elsewhere, "never-created", [0]) == {
+        0: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    }
 
 
 @pytest.mark.parametrize("unclean", [False, True], ids=["clean-only", "unclean-allowed"])

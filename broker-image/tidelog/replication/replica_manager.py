@@ -83,6 +83,7 @@ class ReplicaManager:
         isr_writer: IsrWriter | None = None,
         clock_ms: Callable[[], int] = _now_ms,
         follower_quota: ReplicationQuota | None = None,
+        known_to_cluster: Callable[[str, int], bool] = lambda _topic, _index: False,
     ):
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -98,6 +99,7 @@ class ReplicaManager:
         self._isr_writes: asyncio.Task | None = None
         self._clock_ms = clock_ms
         self._follower_quota = follower_quota  # for the fetchers (None: unthrottled)
+        self._known_to_cluster = known_to_cluster  # the metadata has the partition
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._stopping: set[asyncio.Task] = set()  # fetchers left without partitions
         self._checkpointed_hw = log_manager.high_watermark_checkpoints()
@@ -241,11 +243,16 @@ class ReplicaManager:
         self, topic: str, index: int, current_leader_epoch: int = -1
     ) -> tuple[Partition | None, ErrorCode]:
         """The partition if this broker leads it at the client's leader epoch (-1: any),
-        else the error to answer with."""
+        else the error to answer with. One not hosted here is NOT_LEADER_OR_FOLLOWER when
+        the cluster knows it (say a reassignment took it away while a request was on its
+        way: the client must look up the leader again), else UNKNOWN_TOPIC_OR_PARTITION,
+        as Kafka's ``getPartitionOrError``."""
         partition = self.partitions.get((topic, index))
         if partition is None:
             if (topic, index) in self.log_manager.offline_partitions:
                 return None, ErrorCode.KAFKA_STORAGE_ERROR
+            if self._known_to_cluster(topic, index):
+                return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
             return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         fenced = partition.check_leader_epoch(current_leader_epoch)
         if fenced != ErrorCode.NONE:

@@ -174,6 +174,7 @@ class Broker:
             endpoint_of=self._inter_broker_endpoint,
             isr_writer=self._write_isrs,
             follower_quota=self.follower_quota,
+            known_to_cluster=lambda topic, index: self.metadata.partition(topic, index) is not None,
         )
         self.log_dir_mover = LogDirMover(self.replica_manager, quota=self.alter_log_dirs_quota)
         self.log_manager.set_draining_dirs(config["log.dirs.draining"])

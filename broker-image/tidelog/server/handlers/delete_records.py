@@ -26,8 +26,6 @@ def delete_records(broker, topic: str, index: int, offset: int) -> tuple[ErrorCo
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, INVALID_LOW_WATERMARK
     partition, error = broker.replica_manager.leader_partition(topic, index)
     if partition is None:
-        if error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:  # known, but not hosted here
-            error = ErrorCode.NOT_LEADER_OR_FOLLOWER
         return error, INVALID_LOW_WATERMARK
     log = partition.log
     if not log.config.delete:

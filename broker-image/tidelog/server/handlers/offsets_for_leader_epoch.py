@@ -29,10 +29,6 @@ def _end_offset(broker, topic: str, wanted) -> tuple[ErrorCode, int, int]:
         topic, wanted.partition, wanted.current_leader_epoch
     )
     if partition is None:
-        if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and broker.metadata.partition(
-            topic, wanted.partition
-        ):
-            code = ErrorCode.NOT_LEADER_OR_FOLLOWER  # hosted elsewhere
         return code, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
     return ErrorCode.NONE, *partition.log.end_offset_for_epoch(wanted.leader_epoch)
 
