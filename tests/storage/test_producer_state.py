@@ -7,7 +7,6 @@ from tidelog.storage.config import LogConfig
 from tidelog.storage.errors import (
     InvalidProducerEpochError,
     OutOfOrderSequenceError,
-    UnknownProducerIdError,
 )
 from tidelog.storage.log import Log
 
@@ -49,10 +48,20 @@ def test_sequence_and_epoch_errors(tmp_path):
     assert caught.value.error_code == 47
     with pytest.raises(OutOfOrderSequenceError, match="new epoch"):
         log.append_as_leader(produced(2, epoch=3))
-    with pytest.raises(UnknownProducerIdError) as caught:
-        log.append_as_leader(produced(4, producer_id=99))
-    assert caught.value.error_code == 59
     assert log.append_as_leader(produced(0, epoch=3)).first_offset == 2  # bump: restart at 0
+    assert log.log_end_offset == 4
+
+
+def test_a_producer_without_state_here_is_taken_at_any_sequence_then_checked(tmp_path):
+    """Kafka since KIP-360: a producer id the partition holds no state for (its records
+    deleted, or a first write here mid-stream) is appended at its sequence, not refused
+    with UNKNOWN_PRODUCER_ID; from then on its sequence is checked and deduplicated."""
+    log = Log.open(tmp_path / "t-0")
+    assert log.append_as_leader(produced(40, producer_id=99)).first_offset == 0
+    assert log.append_as_leader(produced(40, producer_id=99)).duplicate
+    assert log.append_as_leader(produced(42, producer_id=99)).first_offset == 2
+    with pytest.raises(OutOfOrderSequenceError):
+        log.append_as_leader(produced(50, producer_id=99))
     assert log.log_end_offset == 4
 
 

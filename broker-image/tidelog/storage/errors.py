@@ -11,7 +11,6 @@ __all__ = [
     "OffsetOutOfRangeError",
     "OutOfOrderSequenceError",
     "StorageError",
-    "UnknownProducerIdError",
 ]
 
 
@@ -51,9 +50,3 @@ class InvalidProducerEpochError(StorageError):
     """A batch from an older epoch of a producer id than the one already seen."""
 
     error_code = 47
-
-
-class UnknownProducerIdError(StorageError):
-    """A producer id this partition has no state for, whose batch does not start at 0."""
-
-    error_code = 59

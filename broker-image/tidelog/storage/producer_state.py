@@ -9,8 +9,11 @@ before it is appended:
   of a batch already written: it is acknowledged with the original offsets and not
   appended again;
 * otherwise its first sequence must follow the last one (wrapping at 2^31-1), or be 0
-  for a new epoch; an unknown producer id starting above 0 → UNKNOWN_PRODUCER_ID,
-  any other gap → OUT_OF_ORDER_SEQUENCE_NUMBER.
+  for a new epoch; any other gap → OUT_OF_ORDER_SEQUENCE_NUMBER;
+* a producer id with no state here (its records were deleted by retention or
+  DeleteRecords, or it never wrote here) is taken at any sequence, as Kafka does since
+  KIP-360: refusing it (UNKNOWN_PRODUCER_ID, Kafka before 2.5) makes a client renumber
+  and re-send batches that may already be in the log.
 
 State is snapshotted to ``<offset>.snapshot`` in Kafka's format when a segment rolls
 and on close, and rebuilt at load from the newest snapshot plus the batch headers after
@@ -39,7 +42,6 @@ from tidelog.records.crc import crc32c
 from tidelog.storage.errors import (
     InvalidProducerEpochError,
     OutOfOrderSequenceError,
-    UnknownProducerIdError,
 )
 
 __all__ = ["SNAPSHOT_SUFFIX", "BatchMetadata", "ProducerStateManager"]
@@ -120,12 +122,7 @@ class ProducerStateManager:
                 if duplicate is not None and len(batches) == 1:
                     return duplicate
             if header.producer_epoch != known_epoch:
-                if first != 0 and known_epoch == NO_EPOCH:
-                    raise UnknownProducerIdError(
-                        f"no state for producer {producer_id}; its batch starts at "
-                        f"sequence {first}, not 0"
-                    )
-                if first != 0:
+                if first != 0 and known_epoch != NO_EPOCH:
                     raise OutOfOrderSequenceError(
                         f"new epoch {header.producer_epoch} of producer {producer_id} "
                         f"starts at sequence {first}, not 0"
