@@ -32,6 +32,7 @@ import datetime
 import json
 import os
 import platform
+import random
 import shutil
 import statistics
 import subprocess
@@ -102,6 +103,13 @@ CLUSTER_SETTINGS = {
     "controlled.shutdown.retry.backoff.ms": "100",
 }
 REPLICATED_TOPIC = {"min.insync.replicas": "2"}
+# A ZooKeeper session expires a timeout after the last packet its client sent, and an
+# idle client pings every third of the timeout (Kafka's and kazoo's alike), so how long a
+# kill -9 takes to be noticed depends on where in that ping cycle it lands. A kill at a
+# fixed delay after the previous restart lands at the same phase every time (tidelog's
+# kill to expiry was 6.96-7.07 s in 2026-11-26-bc856dd, Kafka's 4.78-6.58 s), so S8
+# waits a random part of one cycle before each kill; the same delays for both systems.
+S8_PING_CYCLE_S = int(CLUSTER_SETTINGS["zookeeper.session.timeout.ms"]) / 3000
 COMPACTED_TOPIC = {
     "cleanup.policy": "compact",
     "min.cleanable.dirty.ratio": "0.01",
@@ -658,14 +666,17 @@ class RegistrationWatch:
         return self.expired_at
 
 
-def kill_leader(session: Session, topic: str, producer: loadgen.PacedProducer) -> tuple:
-    """kill -9 the leader of ``topic``-0 while ``producer`` writes to it; returns the
-    killed broker's id, the seconds from the kill to the first acknowledgement of a
-    record sent after it, and the seconds from the expiry of its ZooKeeper session to
-    that acknowledgement."""
+def kill_leader(
+    session: Session, topic: str, producer: loadgen.PacedProducer, delay: float
+) -> tuple:
+    """kill -9 the leader of ``topic``-0, ``delay`` seconds after it is known, while
+    ``producer`` writes to it; returns the killed broker's id, the seconds from the kill
+    to the first acknowledgement of a record sent after it, and the seconds from the
+    expiry of its ZooKeeper session to that acknowledgement."""
     producer.first_ack_after(time.perf_counter())  # acknowledgements are flowing
     leader = session.partitions(topic)[0].leader
     registration = RegistrationWatch(session.connect, leader)
+    time.sleep(delay)
     killed_at = time.perf_counter()
     session.brokers[leader].kill()
     seconds = producer.first_ack_after(killed_at)
@@ -689,12 +700,15 @@ def s8_failover(session: Session, scale: Scale) -> None:
     case = f"kill -9 leader, zk session {timeout} ms"
     session.create_topic(topic, 1, REPLICATED_TOPIC)
     times, after_expiry = [], []
+    phases = random.Random(session.number)  # session n of each system: the same delays
     with loadgen.PacedProducer(session.bootstrap, topic) as producer:
         for repeat in range(1, scale.s8_failovers + 1):
-            killed, seconds, expired = kill_leader(session, topic, producer)
+            delay = phases.uniform(0, S8_PING_CYCLE_S)
+            killed, seconds, expired = kill_leader(session, topic, producer, delay)
             times.append(seconds)
             after_expiry.append(expired)
             session.record("S8", case, "loadgen", "failover time", seconds, "s")
+            session.record("S8", case, "loadgen", "until session expiry", seconds - expired, "s")
             session.record("S8", case, "loadgen", "after session expiry", expired, "s")
             if repeat < scale.s8_failovers:
                 rejoin(session, topic, killed)
@@ -1047,7 +1061,9 @@ def write_report(
         + ", ".join(f"`{k}={v}`" for k, v in REPLICATED_TOPIC.items()),
         "- S8: one partition, an idempotent acks=all producer sending a 1 KiB record about "
         "every ms; failover time = kill -9 of the leader → first acknowledgement of a "
-        "record sent after the kill. Both systems use "
+        "record sent after the kill, each kill after a random part (the same for both "
+        f"systems) of the {S8_PING_CYCLE_S:g} s ZooKeeper ping cycle, so that it lands at "
+        "any point of it. Both systems use "
         f"`zookeeper.session.timeout.ms={CLUSTER_SETTINGS['zookeeper.session.timeout.ms']}`"
         ": a kill -9'd broker is noticed only when its session expires, so that timeout "
         "dominates the failover time; after session expiry = from the moment the killed "

@@ -50,6 +50,10 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path):
         assert {"acks=all", "acks=1"} <= s7, f"{system}: S7 measured only {s7}"
         failovers = [r["value"] for r in ours if r["metric"] == "failover time"]
         assert failovers and all(value > 0 for value in failovers), f"{system}: {failovers}"
+        # Each failover splits at the expiry of the killed broker's ZooKeeper session.
+        noticed = [r["value"] for r in ours if r["metric"] == "until session expiry"]
+        assert len(noticed) == len(failovers), f"{system}: {noticed}"
+        assert all(0 < n <= f for n, f in zip(noticed, failovers, strict=True)), noticed
 
     # Each group rebalanced with both assignors and committed offsets both ways.
     for system in SYSTEMS:
