@@ -201,6 +201,13 @@ def test_a_dead_leaders_partitions_move_within_the_isr_and_it_takes_its_replicas
 
 def produce_errors(cluster: Cluster, broker_id: int, topic: str, partitions: list[int]) -> dict:
     """Produce (acks=1, one record) asked of a broker: the error per partition."""
+    response = produce_one(cluster, broker_id, topic, partitions)
+    return {p.index: p.error_code for t in response.responses for p in t.partition_responses}
+
+
+def produce_one(cluster: Cluster, broker_id: int, topic: str, partitions: list[int]):
+    """Produce (acks=1, one record to each partition, the highest version) asked of a
+    broker: its response."""
     records = build_batch([(None, b"x")])
     body = {
         "transactional_id": None,
@@ -214,8 +221,45 @@ def produce_errors(cluster: Cluster, broker_id: int, topic: str, partitions: lis
         ],
     }
     with cluster.connect(broker_id) as connection:
-        response = connection.request(ApiKey.PRODUCE, None, body)
-    return {p.index: p.error_code for t in response.responses for p in t.partition_responses}
+        return connection.request(ApiKey.PRODUCE, None, body)
+
+
+def endpoints(response) -> list[tuple]:
+    """A response's NodeEndpoints, as (id, host, port, rack)."""
+    return [(n.node_id, n.host, n.port, n.rack) for n in response.node_endpoints]
+
+
+def fetch_one(cluster: Cluster, broker_id: int, topic: str, partition: int):
+    """A consumer's Fetch (the highest version, by topic id) of one partition from
+    offset 0, asked of a broker: its response."""
+    (found,) = cluster.metadata(broker_id, [topic]).topics
+    body = {
+        "replica_id": -1,
+        "max_wait_ms": 0,
+        "min_bytes": 0,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic_id": found.topic_id,
+                "partitions": [
+                    {
+                        "partition": partition,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": 0,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1 << 20,
+                    }
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+    with cluster.connect(broker_id) as connection:
+        return connection.request(ApiKey.FETCH, None, body)
 
 
 def test_a_broker_without_a_replica_sends_clients_to_the_leader_and_knows_what_is_missing(
@@ -239,6 +283,41 @@ def test_a_broker_without_a_replica_sends_clients_to_the_leader_and_knows_what_i
     assert produce_errors(cluster, elsewhere, "never-created", [0]) == {
         0: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     }
+
+
+def test_a_client_sent_away_is_told_the_leader_its_epoch_and_its_address(cluster):
+    """KIP-951: Produce (v10+) and Fetch (v16+) answered NOT_LEADER_OR_FOLLOWER name the
+    partition's leader and leader epoch, and the response gives the leader's endpoint, so
+    that the client goes there without asking for metadata first."""
+    leader, follower = sorted(cluster.brokers)[:2]
+    cluster.create_topic(TOPIC, assignment={0: [leader, follower]})
+    wait_until(lambda: cluster.leaders(follower, TOPIC), f"broker {follower} knows {TOPIC}")
+    leader_epoch = cluster.partition_state(TOPIC, 0)["leader_epoch"]
+    endpoint = (leader, "127.0.0.1", cluster.brokers[leader].port, None)  # id, host, port, rack
+
+    produced = produce_one(cluster, follower, TOPIC, [0])
+    (answer,) = produced.responses[0].partition_responses
+    assert answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (
+        leader,
+        leader_epoch,
+    )
+    assert endpoints(produced) == [endpoint]
+
+    fetched = fetch_one(cluster, follower, TOPIC, 0)
+    (answer,) = fetched.responses[0].partitions
+    assert answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (
+        leader,
+        leader_epoch,
+    )
+    assert endpoints(fetched) == [endpoint]
+
+    # Where the request went to the leader, nothing is named.
+    assert fetch_one(cluster, leader, TOPIC, 0).node_endpoints == []
+    produced = produce_one(cluster, leader, TOPIC, [0])
+    assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+    assert produced.node_endpoints == []
 
 
 @pytest.mark.parametrize("unclean", [False, True], ids=["clean-only", "unclean-allowed"])

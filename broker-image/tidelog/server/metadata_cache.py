@@ -84,12 +84,15 @@ class MetadataCache:
 
     def brokers_on(self, listener: str) -> list[tuple[int, str, int, str | None]]:
         """(id, host, port, rack) of every live broker reachable on ``listener``."""
-        found = []
-        for broker_id, registration in sorted(self.brokers.items()):
-            endpoint = self.endpoint(broker_id, listener)
-            if endpoint is not None:
-                found.append((broker_id, *endpoint, registration.rack))
-        return found
+        nodes = (self.node(broker_id, listener) for broker_id in sorted(self.brokers))
+        return [node for node in nodes if node is not None]
+
+    def node(self, broker_id: int, listener: str) -> tuple[int, str, int, str | None] | None:
+        """(id, host, port, rack) of a live broker reachable on ``listener``, else None."""
+        endpoint = self.endpoint(broker_id, listener)
+        if endpoint is None:
+            return None
+        return (broker_id, *endpoint, self.brokers[broker_id].rack)
 
     def endpoint(self, broker_id: int, listener: str) -> tuple[str, int] | None:
         broker = self.brokers.get(broker_id)

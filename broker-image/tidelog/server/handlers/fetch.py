@@ -8,6 +8,9 @@ again. Records go out as file slices, sent with sendfile; a consumer fetching be
 gets them converted to the message format of its version (magic 1, or 0 below v2), read
 into memory.
 
+A partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its current
+leader from v16 (KIP-951, :mod:`tidelog.server.leader_hints`).
+
 Fetch sessions (KIP-227, :mod:`tidelog.server.fetch_sessions`): a fetch of v7+ may open
 a session; an incremental fetch reads every partition of its session and answers only
 the partitions with news. The session's cache learns what was sent only from the final
@@ -39,10 +42,12 @@ from tidelog.server.fetch_sessions import (
     SessionPartition,
     new_context,
 )
+from tidelog.server.leader_hints import FETCH_HINTED, LeaderHints
 
 __all__ = ["handle_fetch"]
 
 FetchResponse = response_class(ApiKey.FETCH)
+FIRST_WITH_LEADER_HINTS = 16  # KIP-951
 _NO_RECORDS = b""
 
 
@@ -173,9 +178,10 @@ def _read_all(broker, wanted, max_bytes: int, replica_id: int, version: int):
     return answers, gathered, failed, throttled_bytes
 
 
-def _by_topic(pairs, isolation_level: int) -> list:
+def _by_topic(pairs, isolation_level: int, hints: LeaderHints | None) -> list:
     """The response's topics, of each (partition, answer) sent: runs of consecutive
-    partitions of one topic, as Kafka groups them."""
+    partitions of one topic, as Kafka groups them; a partition sent away names its
+    current leader when there are ``hints``."""
     aborted = None if isolation_level == 0 else []
     topics = []
     previous = None
@@ -187,17 +193,18 @@ def _by_topic(pairs, isolation_level: int) -> list:
                     topic=fetch.topic or "", topic_id=fetch.topic_id, partitions=[]
                 )
             )
-        topics[-1].partitions.append(
-            FetchResponse.PartitionData(
-                partition_index=fetch.partition,
-                error_code=answer.error_code,
-                high_watermark=answer.high_watermark,
-                last_stable_offset=answer.high_watermark,
-                log_start_offset=answer.log_start_offset,
-                aborted_transactions=aborted,
-                records=answer.records,
-            )
+        partition = FetchResponse.PartitionData(
+            partition_index=fetch.partition,
+            error_code=answer.error_code,
+            high_watermark=answer.high_watermark,
+            last_stable_offset=answer.high_watermark,
+            log_start_offset=answer.log_start_offset,
+            aborted_transactions=aborted,
+            records=answer.records,
         )
+        if hints is not None and fetch.topic and answer.error_code in FETCH_HINTED:
+            partition.current_leader = hints.current_leader(fetch.topic, fetch.partition)
+        topics[-1].partitions.append(partition)
     return topics
 
 
@@ -233,10 +240,14 @@ async def handle_fetch(broker, header, request, context):
             if throttled_bytes:
                 broker.leader_quota.record(throttled_bytes)
             session_id, pairs = session.respond(answers)
+            hints = None
+            if version >= FIRST_WITH_LEADER_HINTS:
+                hints = LeaderHints(broker.metadata, context.listener, FetchResponse)
             return FetchResponse(
                 error_code=ErrorCode.NONE,
                 session_id=session_id,
-                responses=_by_topic(pairs, request.isolation_level),
+                responses=_by_topic(pairs, request.isolation_level, hints),
+                node_endpoints=hints.node_endpoints() if hints else [],
             )
         await asyncio.wait([wake], timeout=left)
         wake.cancel()  # no-op when it fired; forgets the watch when the wait timed out

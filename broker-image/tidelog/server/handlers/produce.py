@@ -6,7 +6,9 @@ copy. Produce v0 to v2 may carry message sets of magic 0 and 1, which the log co
 acks=0 gets no response; acks=1 answers once the leader appended; acks=all waits in
 purgatory until the high watermark passes the batch (every ISR member has it), or
 answers REQUEST_TIMED_OUT after the request's ``timeout_ms`` (the batch stays in the
-log: the producer's retry is then deduplicated when it is idempotent).
+log: the producer's retry is then deduplicated when it is idempotent). From v10 a
+partition answered NOT_LEADER_OR_FOLLOWER names its current leader (KIP-951,
+:mod:`tidelog.server.leader_hints`).
 """
 
 from __future__ import annotations
@@ -16,16 +18,18 @@ import asyncio
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
 from tidelog.records.legacy import legacy_magic
+from tidelog.server.leader_hints import PRODUCE_HINTED, LeaderHints
 from tidelog.server.network import CloseConnection
 
 __all__ = ["handle_produce"]
 
 ProduceResponse = response_class(ApiKey.PRODUCE)
+FIRST_WITH_LEADER_HINTS = 10  # KIP-951
 
 
-def _partition_response(index: int, result) -> object:
+def _partition_response(topic: str, index: int, result, hints: LeaderHints | None) -> object:
     info = result.info
-    return ProduceResponse.PartitionProduceResponse(
+    response = ProduceResponse.PartitionProduceResponse(
         index=index,
         error_code=result.error,
         base_offset=info.first_offset if info else -1,
@@ -33,6 +37,9 @@ def _partition_response(index: int, result) -> object:
         log_start_offset=result.log_start_offset,
         error_message=result.message,
     )
+    if hints is not None and result.error in PRODUCE_HINTED:
+        response.current_leader = hints.current_leader(topic, index)
+    return response
 
 
 async def _wait_for_isr(broker, appended: dict, timeout_ms: int) -> None:
@@ -76,11 +83,16 @@ async def handle_produce(broker, header, request, context):
             results[(topic.name, data.index)] = result
     if acks == -1:
         await _wait_for_isr(broker, results, request.timeout_ms)
+    hints = None
+    if header.request_api_version >= FIRST_WITH_LEADER_HINTS:
+        hints = LeaderHints(broker.metadata, context.listener, ProduceResponse)
     responses = [
         ProduceResponse.TopicProduceResponse(
             name=topic.name,
             partition_responses=[
-                _partition_response(data.index, results[(topic.name, data.index)])
+                _partition_response(
+                    topic.name, data.index, results[(topic.name, data.index)], hints
+                )
                 for data in topic.partition_data
             ],
         )
@@ -98,4 +110,6 @@ async def handle_produce(broker, header, request, context):
             # that it refreshes its metadata instead of sending into the void.
             raise CloseConnection(f"acks=0 produce failed for {failed}")
         return None
-    return ProduceResponse(responses=responses)
+    return ProduceResponse(
+        responses=responses, node_endpoints=hints.node_endpoints() if hints else []
+    )
