@@ -88,6 +88,21 @@ def coordinator(cluster: Cluster, group: str) -> int:
     return wait_until(lambda: find_coordinator(cluster, group), f"{group} has a coordinator")
 
 
+def offsets_at_the_next_coordinator(
+    cluster: Cluster, group: str, gone: int, topic: str, partitions: int
+) -> dict[int, int]:
+    """Once a running broker other than ``gone`` coordinates the group (the leader of its
+    offsets partition moved), what it answers to OffsetFetch for the topic's partitions."""
+    successor = wait_until(
+        lambda: (c := find_coordinator(cluster, group)) != gone and c, "another coordinator"
+    )
+    assert successor in cluster.running
+    return wait_until(
+        lambda: committed(cluster, group, topic, range(partitions)),
+        f"the next coordinator, {successor}, answers OffsetFetch",
+    )
+
+
 def assigned_partitions(assignment: bytes, topic: str) -> list[int]:
     """The partitions of ``topic`` in a ConsumerProtocolAssignment: int16 version, then
     an int32 count of (int16-length topic name, int32 count of int32 partitions)."""
@@ -684,15 +699,7 @@ def test_the_group_carries_on_when_its_coordinator_is_killed(fresh_cluster, spaw
         cluster.brokers[killed].kill()
         # Once the killed broker's ZooKeeper session ends, the controller elects another
         # leader for the group's offsets partition, which loads the group from its replica.
-        successor = wait_until(
-            lambda: (c := find_coordinator(cluster, group)) != killed and c, "a new coordinator"
-        )
-        assert successor in cluster.running
-        fetched = wait_until(
-            lambda: committed(cluster, group, topic, range(PARTITIONS)),
-            "the new coordinator answers OffsetFetch",
-        )
-        assert fetched == ends
+        assert offsets_at_the_next_coordinator(cluster, group, killed, topic, PARTITIONS) == ends
 
         more = [f"after-{n}" for n in range(300)]
         produce(cluster, topic, more)
@@ -829,14 +836,7 @@ def test_the_offsets_topic_compacts_and_reloads_the_latest_offsets(compacting_cl
     partition = partition_for(group, 50)
     assert cluster.assignment(OFFSETS_TOPIC)[partition][0] == first
     assert cluster.brokers[first].stop() == 0
-    interim = wait_until(
-        lambda: (c := find_coordinator(cluster, group)) != first and c, "another coordinator"
-    )
-    assert interim in cluster.running
-    fetched = wait_until(
-        lambda: committed(cluster, group, topic, range(COMMITTED_PARTITIONS)),
-        "the interim coordinator answers OffsetFetch",
-    )
+    fetched = offsets_at_the_next_coordinator(cluster, group, first, topic, COMMITTED_PARTITIONS)
     assert fetched == latest
     cluster.brokers[first].start()
     wait_until(cluster.all_known, "every broker knows the restarted one")

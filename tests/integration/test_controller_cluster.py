@@ -224,6 +224,11 @@ def produce_one(cluster: Cluster, broker_id: int, topic: str, partitions: list[i
         return connection.request(ApiKey.PRODUCE, None, body)
 
 
+def sent_to(answer) -> tuple:
+    """A partition's answer: its error, and the leader and leader epoch it names."""
+    return answer.error_code, answer.current_leader.leader_id, answer.current_leader.leader_epoch
+
+
 def endpoints(response) -> list[tuple]:
     """A response's NodeEndpoints, as (id, host, port, rack)."""
     return [(n.node_id, n.host, n.port, n.rack) for n in response.node_endpoints]
@@ -295,22 +300,12 @@ def test_a_client_sent_away_is_told_the_leader_its_epoch_and_its_address(cluster
     leader_epoch = cluster.partition_state(TOPIC, 0)["leader_epoch"]
     endpoint = (leader, "127.0.0.1", cluster.brokers[leader].port, None)  # id, host, port, rack
 
+    away = (ErrorCode.NOT_LEADER_OR_FOLLOWER, leader, leader_epoch)
     produced = produce_one(cluster, follower, TOPIC, [0])
-    (answer,) = produced.responses[0].partition_responses
-    assert answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-    assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (
-        leader,
-        leader_epoch,
-    )
+    assert sent_to(produced.responses[0].partition_responses[0]) == away
     assert endpoints(produced) == [endpoint]
-
     fetched = fetch_one(cluster, follower, TOPIC, 0)
-    (answer,) = fetched.responses[0].partitions
-    assert answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-    assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (
-        leader,
-        leader_epoch,
-    )
+    assert sent_to(fetched.responses[0].partitions[0]) == away
     assert endpoints(fetched) == [endpoint]
 
     # Where the request went to the leader, nothing is named.
