@@ -33,7 +33,7 @@ from tidelog.server.fetch_sessions import FetchSessionCache
 from tidelog.server.handlers.fetch import handle_fetch
 from tidelog.server.handlers.offsets_for_leader_epoch import handle_offsets_for_leader_epoch
 from tidelog.server.metadata_cache import MetadataCache
-from tidelog.server.network import SocketServer
+from tidelog.server.network import ConnectionContext, SocketServer
 from tidelog.storage.cleaner import CleanerConfig
 from tidelog.storage.log_manager import LogManager
 
@@ -143,7 +143,8 @@ async def fetch_as(leader: Leader, replica_id: int, partitions: list[int]):
     header = RequestHeader(
         request_api_key=ApiKey.FETCH, request_api_version=12, correlation_id=1, client_id="t"
     )
-    response = await handle_fetch(leader, header, request, None)
+    context = ConnectionContext("REPLICATION", "127.0.0.1", 0)
+    response = await handle_fetch(leader, header, request, context)
     (topic,) = response.responses
     assert all(p.error_code == ErrorCode.NONE for p in topic.partitions)
     return {p.partition_index: len(p.records) for p in topic.partitions}

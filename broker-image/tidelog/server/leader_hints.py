@@ -12,26 +12,44 @@ unknown here is named with leader -1 and epoch -1.
 
 from __future__ import annotations
 
+from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
 from tidelog.server.metadata_cache import MetadataCache
 
-__all__ = ["FETCH_HINTED", "PRODUCE_HINTED", "LeaderHints"]
+__all__ = ["LeaderHints"]
 
-PRODUCE_HINTED = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER})
-FETCH_HINTED = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
+# Per API: the first version with the fields, the errors that name the leader, and the
+# response's message class (which defines LeaderIdAndEpoch and NodeEndpoint).
+HINTED = {
+    ApiKey.PRODUCE: (
+        10,
+        frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER}),
+        response_class(ApiKey.PRODUCE),
+    ),
+    ApiKey.FETCH: (
+        16,
+        frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH}),
+        response_class(ApiKey.FETCH),
+    ),
+}
 
 
 class LeaderHints:
-    """The leaders named in one response, and their endpoints on the request's listener.
+    """The leaders named in one Produce or Fetch response of ``version``, and their
+    endpoints on the request's listener; a version without the fields names none."""
 
-    ``response`` is the response's message class (Produce or Fetch); both define the
-    nested ``LeaderIdAndEpoch`` and ``NodeEndpoint`` structs."""
-
-    def __init__(self, metadata: MetadataCache, listener: str, response) -> None:
+    def __init__(self, metadata: MetadataCache, listener: str, api: ApiKey, version: int):
+        first_version, errors, self._response = HINTED[api]
+        self._errors = errors if version >= first_version else frozenset()
         self._metadata = metadata
         self._listener = listener
-        self._response = response
         self._nodes: dict[int, object] = {}
+
+    def name_leader(self, answer, topic: str, partition: int) -> None:
+        """Set the partition ``answer``'s ``current_leader`` when its error sends the
+        client away."""
+        if answer.error_code in self._errors:
+            answer.current_leader = self.current_leader(topic, partition)
 
     def current_leader(self, topic: str, partition: int):
         """The partition's ``LeaderIdAndEpoch`` as this broker knows it; the leader's

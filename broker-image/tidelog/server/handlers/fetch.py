@@ -42,12 +42,11 @@ from tidelog.server.fetch_sessions import (
     SessionPartition,
     new_context,
 )
-from tidelog.server.leader_hints import FETCH_HINTED, LeaderHints
+from tidelog.server.leader_hints import LeaderHints
 
 __all__ = ["handle_fetch"]
 
 FetchResponse = response_class(ApiKey.FETCH)
-FIRST_WITH_LEADER_HINTS = 16  # KIP-951
 _NO_RECORDS = b""
 
 
@@ -178,10 +177,10 @@ def _read_all(broker, wanted, max_bytes: int, replica_id: int, version: int):
     return answers, gathered, failed, throttled_bytes
 
 
-def _by_topic(pairs, isolation_level: int, hints: LeaderHints | None) -> list:
+def _by_topic(pairs, isolation_level: int, hints: LeaderHints) -> list:
     """The response's topics, of each (partition, answer) sent: runs of consecutive
     partitions of one topic, as Kafka groups them; a partition sent away names its
-    current leader when there are ``hints``."""
+    current leader (``hints``)."""
     aborted = None if isolation_level == 0 else []
     topics = []
     previous = None
@@ -202,8 +201,7 @@ def _by_topic(pairs, isolation_level: int, hints: LeaderHints | None) -> list:
             aborted_transactions=aborted,
             records=answer.records,
         )
-        if hints is not None and fetch.topic and answer.error_code in FETCH_HINTED:
-            partition.current_leader = hints.current_leader(fetch.topic, fetch.partition)
+        hints.name_leader(partition, fetch.topic, fetch.partition)
         topics[-1].partitions.append(partition)
     return topics
 
@@ -240,14 +238,12 @@ async def handle_fetch(broker, header, request, context):
             if throttled_bytes:
                 broker.leader_quota.record(throttled_bytes)
             session_id, pairs = session.respond(answers)
-            hints = None
-            if version >= FIRST_WITH_LEADER_HINTS:
-                hints = LeaderHints(broker.metadata, context.listener, FetchResponse)
+            hints = LeaderHints(broker.metadata, context.listener, ApiKey.FETCH, version)
             return FetchResponse(
                 error_code=ErrorCode.NONE,
                 session_id=session_id,
                 responses=_by_topic(pairs, request.isolation_level, hints),
-                node_endpoints=hints.node_endpoints() if hints else [],
+                node_endpoints=hints.node_endpoints(),
             )
         await asyncio.wait([wake], timeout=left)
         wake.cancel()  # no-op when it fired; forgets the watch when the wait timed out

@@ -18,16 +18,15 @@ import asyncio
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
 from tidelog.records.legacy import legacy_magic
-from tidelog.server.leader_hints import PRODUCE_HINTED, LeaderHints
+from tidelog.server.leader_hints import LeaderHints
 from tidelog.server.network import CloseConnection
 
 __all__ = ["handle_produce"]
 
 ProduceResponse = response_class(ApiKey.PRODUCE)
-FIRST_WITH_LEADER_HINTS = 10  # KIP-951
 
 
-def _partition_response(topic: str, index: int, result, hints: LeaderHints | None) -> object:
+def _partition_response(topic: str, index: int, result, hints: LeaderHints) -> object:
     info = result.info
     response = ProduceResponse.PartitionProduceResponse(
         index=index,
@@ -37,8 +36,7 @@ def _partition_response(topic: str, index: int, result, hints: LeaderHints | Non
         log_start_offset=result.log_start_offset,
         error_message=result.message,
     )
-    if hints is not None and result.error in PRODUCE_HINTED:
-        response.current_leader = hints.current_leader(topic, index)
+    hints.name_leader(response, topic, index)
     return response
 
 
@@ -83,9 +81,9 @@ async def handle_produce(broker, header, request, context):
             results[(topic.name, data.index)] = result
     if acks == -1:
         await _wait_for_isr(broker, results, request.timeout_ms)
-    hints = None
-    if header.request_api_version >= FIRST_WITH_LEADER_HINTS:
-        hints = LeaderHints(broker.metadata, context.listener, ProduceResponse)
+    hints = LeaderHints(
+        broker.metadata, context.listener, ApiKey.PRODUCE, header.request_api_version
+    )
     responses = [
         ProduceResponse.TopicProduceResponse(
             name=topic.name,
@@ -110,6 +108,4 @@ async def handle_produce(broker, header, request, context):
             # that it refreshes its metadata instead of sending into the void.
             raise CloseConnection(f"acks=0 produce failed for {failed}")
         return None
-    return ProduceResponse(
-        responses=responses, node_endpoints=hints.node_endpoints() if hints else []
-    )
+    return ProduceResponse(responses=responses, node_endpoints=hints.node_endpoints())
