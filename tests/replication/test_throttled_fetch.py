@@ -81,13 +81,13 @@ class Leader:
     advertised_versions: list = field(default_factory=list)
     fetch_sessions: FetchSessionCache = field(default_factory=lambda: FetchSessionCache(1000))
 
-    def lead(self, partition: int, isr: list[int]) -> None:
+    def lead(self, partition: int, isr: list[int], epoch: int = EPOCH) -> None:
         error = self.replica_manager.become_leader_or_follower(
             TOPIC,
             TOPIC_ID,
             partition,
             leader=LEADER,
-            leader_epoch=EPOCH,
+            leader_epoch=epoch,
             replicas=[LEADER, FOLLOWER],
             isr=isr,
         )
@@ -203,13 +203,13 @@ class Follower:
     quota: ReplicationQuota
     fetched: list[set[int]] = field(default_factory=list)
 
-    def follow(self, partition: int) -> None:
+    def follow(self, partition: int, epoch: int = EPOCH) -> None:
         error = self.replica_manager.become_leader_or_follower(
             TOPIC,
             TOPIC_ID,
             partition,
             leader=LEADER,
-            leader_epoch=EPOCH,
+            leader_epoch=epoch,
             replicas=[LEADER, FOLLOWER],
             isr=[LEADER],
         )
@@ -225,9 +225,12 @@ async def eventually(condition: Callable[[], bool]) -> None:
             await asyncio.sleep(0.01)
 
 
-def run_with_follower(tmp_path, leader: Leader, scenario) -> None:
+def run_with_follower(
+    tmp_path, leader: Leader, scenario, *, max_wait_ms: int = 50, backoff_ms: int = 20
+) -> None:
     """Serve broker 1's fetch handlers on loopback and run ``scenario(follower, clock)``
-    with broker 2 following from it; its follower quota starts exceeded."""
+    with broker 2 following from it (``replica.fetch.wait.max.ms`` and
+    ``replica.fetch.backoff.ms`` as given); its follower quota starts exceeded."""
 
     async def main():
         follower_logs = no_cleaner_logs(tmp_path / "follower", FOLLOWER)
@@ -259,11 +262,11 @@ def run_with_follower(tmp_path, leader: Leader, scenario) -> None:
             follower_logs,
             fetcher_config=FetcherConfig(
                 replica_id=FOLLOWER,
-                max_wait_ms=50,
+                max_wait_ms=max_wait_ms,
                 min_bytes=1,
                 partition_max_bytes=1024 * 1024,
                 response_max_bytes=10 * 1024 * 1024,
-                backoff_ms=20,
+                backoff_ms=backoff_ms,
                 socket_timeout_ms=5000,
             ),
             endpoint_of=lambda _broker: ("127.0.0.1", port),

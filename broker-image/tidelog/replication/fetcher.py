@@ -232,11 +232,19 @@ class ReplicaFetcher:
     def _epoch(self, topic: str, partition: int) -> int:
         return self._partitions[(topic, partition)].leader_epoch
 
+    def _states(self, keys) -> dict[TopicPartition, _FetchState]:
+        """The fetch state each partition of a request is sent under. Its answer is
+        applied only while that is still the partition's state: a LeaderAndIsr that came
+        meanwhile started a new one (as Kafka's fetcher checks), which an answer for the
+        old epoch, such as FENCED_LEADER_EPOCH, must not put off or mark truncated."""
+        return {key: self._partitions[key] for key in keys}
+
     async def _truncate(self, keys: list[TopicPartition]) -> None:
         logs = self._logs_by_topic(keys)
         if not logs:
             return
         asked = {(t, p): log.latest_epoch for t, found in logs.items() for p, log in found}
+        sent_under = self._states(asked)
         topics = {
             topic: [
                 {
@@ -260,7 +268,7 @@ class ReplicaFetcher:
             for answer in topic.partitions:
                 key = (topic.topic, answer.partition)
                 state = self._partitions.get(key)
-                if state is None or key not in asked:
+                if state is None or state is not sent_under.get(key):
                     continue
                 if answer.error_code != ErrorCode.NONE:
                     self._delay(key)
@@ -301,6 +309,7 @@ class ReplicaFetcher:
             for p, log in found
         }
         to_send, forgotten = self._session.build(wanted)
+        sent_under = self._states(offsets)
         response = await self._request(
             ApiKey.FETCH,
             FETCH_VERSION,
@@ -320,12 +329,13 @@ class ReplicaFetcher:
         if not self._session.handle_response(response.error_code, response.session_id):
             if response.error_code not in SESSION_ERRORS:
                 for key in offsets:
-                    self._delay(key)
+                    if self._partitions.get(key) is sent_under[key]:
+                        self._delay(key)
             return
         for topic in response.responses:
             for data in topic.partitions:
                 key = (topic.topic, data.partition_index)
-                if key in offsets and key in self._partitions:
+                if key in offsets and self._partitions.get(key) is sent_under[key]:
                     self._apply(key, offsets[key], data)
 
     def _apply(self, key: TopicPartition, fetch_offset: int, data) -> None:

@@ -1,0 +1,47 @@
+"""A follower's fetcher and a leader epoch that moves while a request is out, on the
+two-broker harness of :mod:`replication.test_throttled_fetch` (real logs, the leader's
+handlers behind a real socket server).
+
+Each LeaderAndIsr gives the fetcher a fresh state for the partition (it finds its
+divergence point again, then fetches). An answer to a request sent under the old state
+must not touch the fresh one: Kafka's fetcher applies a partition's answer only while
+its fetch state is the one the request was built from.
+"""
+
+from __future__ import annotations
+
+from replication.test_throttled_fetch import (  # noqa: F401 (leader: a fixture)
+    FOLLOWER,
+    LEADER,
+    Follower,
+    eventually,
+    leader,
+    run_with_follower,
+)
+
+BACKOFF_MS = 60_000  # far longer than any wait here: a partition put off is seen stuck
+LONG_POLL_MS = 5_000  # the follower's fetch waits at the leader while the epoch moves
+
+
+def test_an_answer_to_the_old_epoch_does_not_hold_up_the_new_one(tmp_path, leader):  # noqa: F811
+    """Partitions 0 and 1 follow broker 1, so one fetcher serves both and keeps running
+    through partition 0's LeaderAndIsr. The follower learns epoch 2 of partition 0
+    first, then the leader: the fetch the follower had waiting at the leader under epoch
+    1 comes back FENCED_LEADER_EPOCH. Applied to the new state it would put the
+    partition off for ``replica.fetch.backoff.ms``, and a follower in the ISR would hold
+    up every acks=all write for that long."""
+
+    async def scenario(follower: Follower, _clock):
+        for partition in (0, 1):
+            leader.lead(partition, [LEADER, FOLLOWER], epoch=1)
+            leader.produce(partition)
+            follower.follow(partition, epoch=1)
+        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+        await eventually(lambda: follower.end_offset(1) == leader.log(1).log_end_offset)
+
+        follower.follow(0, epoch=2)  # its fetch is waiting at the leader
+        leader.lead(0, [LEADER, FOLLOWER], epoch=2)  # which answers it FENCED_LEADER_EPOCH
+        leader.produce(0, batches=1)
+        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+
+    run_with_follower(tmp_path, leader, scenario, max_wait_ms=LONG_POLL_MS, backoff_ms=BACKOFF_MS)
