@@ -1,8 +1,10 @@
 """Compiles a message definition, for one version, into a reader and a writer.
 
 Each struct of the message becomes a reader ``(buf, pos) -> (obj, pos)`` and a writer
-``(out, obj)`` composed of per-field steps. Consecutive fixed-size fields (ints, floats,
-booleans) are read and written as one run with a single ``struct.Struct``. Fields the
+``(out, obj)``. The reader is one function generated for the struct's fields (no loop
+over steps, no ``setattr`` by name: a request of many partitions is decoded at every
+request); the writer is composed of per-field steps. Consecutive fixed-size fields (ints,
+floats, booleans) are read and written as one run with a single ``struct.Struct``. Fields the
 version lacks are not read and take their defaults; writing a non-default value into one
 of them is an error unless the field is ``ignorable`` (Kafka's rule). Tagged fields are
 read from, and written to, each struct's tagged-fields section, only when not default;
@@ -28,7 +30,6 @@ from .errors import LocalProtocolError
 
 __all__ = ["Codec", "Encoded", "compile_message", "encode_ahead"]
 
-ReadStep = Callable[[Any, int, Any], int]
 WriteStep = Callable[[list, Any], None]
 
 _new = object.__new__
@@ -125,7 +126,7 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
     version, flexible = ctx.version, ctx.flexible
     constants: list[tuple[str, Any]] = []  # set before reading: absent and tagged fields
     factories: list[tuple[str, Any]] = []
-    read_steps: list[ReadStep] = []
+    read_steps: list[_RunRead | _FieldRead] = []
     write_steps: list[WriteStep] = []
     strict_absent: list[tuple[str, Callable[[Any], bool], str]] = []
     tagged: list[tuple[int, str, p.Reader, p.Writer, Callable[[Any], bool]]] = []
@@ -133,7 +134,7 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
 
     def flush_run() -> None:
         if run:
-            read_steps.append(_fixed_run_reader(run))
+            read_steps.append(_RunRead.of(run))
             write_steps.append(_fixed_run_writer(run))
             run.clear()
 
@@ -156,26 +157,13 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
         else:
             flush_run()
             read_value, write_value = _field_codec(ctx, f, field_path)
-            read_steps.append(_field_reader(f.attr, read_value))
+            read_steps.append(_FieldRead(f.attr, read_value))
             write_steps.append(_field_writer(f.attr, write_value, field_path))
     flush_run()
     tagged.sort(key=_first)
 
-    constants_t, factories_t, read_steps_t = tuple(constants), tuple(factories), tuple(read_steps)
     read_tags = _tags_reader(tagged) if flexible else None
-
-    def read(buf: Any, pos: int) -> tuple[Any, int]:
-        obj = _new(cls)
-        for name, value in constants_t:
-            setattr(obj, name, value)
-        for name, factory in factories_t:
-            setattr(obj, name, factory())
-        for step in read_steps_t:
-            pos = step(buf, pos, obj)
-        if read_tags is None:
-            obj._unknown_tagged_fields = ()
-            return obj, pos
-        return obj, read_tags(buf, pos, obj)
+    read = _generated_reader(cls, constants, factories, read_steps, read_tags)
 
     write_steps_t = tuple(write_steps)
     strict_absent_t = tuple(strict_absent) if ctx.strict else ()
@@ -204,26 +192,67 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
     return read, write
 
 
-def _fixed_run_reader(fields: list[FieldSpec]) -> ReadStep:
-    packer = _struct.Struct(">" + "".join(FIXED_FORMATS[f.type] for f in fields))
-    unpack, size = packer.unpack_from, packer.size
-    names = tuple(f.attr for f in fields)
-    if len(names) == 1:
-        (name,) = names
+@dataclass(frozen=True)
+class _RunRead:
+    """Consecutive fixed-size fields, unpacked together."""
 
-        def read_one(buf: Any, pos: int, obj: Any) -> int:
-            (value,) = unpack(buf, pos)
-            setattr(obj, name, value)
-            return pos + size
+    names: tuple[str, ...]
+    unpack: Callable[[Any, int], tuple]
+    size: int
 
-        return read_one
+    @classmethod
+    def of(cls, fields: list[FieldSpec]) -> _RunRead:
+        packer = _struct.Struct(">" + "".join(FIXED_FORMATS[f.type] for f in fields))
+        return cls(tuple(f.attr for f in fields), packer.unpack_from, packer.size)
 
-    def read_run(buf: Any, pos: int, obj: Any) -> int:
-        for name, value in zip(names, unpack(buf, pos), strict=True):
-            setattr(obj, name, value)
-        return pos + size
 
-    return read_run
+@dataclass(frozen=True)
+class _FieldRead:
+    """One field with a reader of its own ``(buf, pos) -> (value, pos)``."""
+
+    name: str
+    read: p.Reader
+
+
+def _generated_reader(
+    cls: type,
+    constants: list[tuple[str, Any]],
+    factories: list[tuple[str, Any]],
+    steps: list[_RunRead | _FieldRead],
+    read_tags: Callable[[Any, int, Any], int] | None,
+) -> Callable[[Any, int], tuple[Any, int]]:
+    """The reader of one struct as straight-line code: defaults set, then each step in
+    order, then the tagged fields (flexible versions; an empty section, the usual case,
+    is one byte checked inline). Truncated input fails in the step that meets it, with
+    the error that step raises (``struct.error`` or ``DecodeError``)."""
+    scope: dict[str, Any] = {"_new": _new, "_cls": cls, "_read_tags": read_tags}
+    lines = ["def read(buf, pos):", "    obj = _new(_cls)"]
+    for index, (name, value) in enumerate(constants):
+        scope[f"_constant{index}"] = value
+        lines.append(f"    obj.{name} = _constant{index}")
+    for index, (name, factory) in enumerate(factories):
+        scope[f"_factory{index}"] = factory
+        lines.append(f"    obj.{name} = _factory{index}()")
+    for index, step in enumerate(steps):
+        if isinstance(step, _RunRead):
+            scope[f"_unpack{index}"] = step.unpack
+            targets = "".join(f"obj.{name}, " for name in step.names)
+            lines.append(f"    {targets}= _unpack{index}(buf, pos)")
+            lines.append(f"    pos += {step.size}")
+        else:
+            scope[f"_read{index}"] = step.read
+            lines.append(f"    obj.{step.name}, pos = _read{index}(buf, pos)")
+    if read_tags is None:
+        lines += ["    obj._unknown_tagged_fields = ()", "    return obj, pos"]
+    else:
+        lines += [
+            "    if pos < len(buf) and buf[pos] == 0:",
+            "        obj._unknown_tagged_fields = ()",
+            "        return obj, pos + 1",
+            "    return obj, _read_tags(buf, pos, obj)",
+        ]
+    exec("\n".join(lines), scope)  # the source is made above from the schema's field names
+    return scope["read"]
 
 
 def _fixed_run_writer(fields: list[FieldSpec]) -> WriteStep:
@@ -248,15 +277,6 @@ def _fixed_run_writer(fields: list[FieldSpec]) -> WriteStep:
             raise LocalProtocolError(f"{type(obj).__qualname__}.({path}): {e}") from e
 
     return write_run
-
-
-def _field_reader(name: str, read_value: p.Reader) -> ReadStep:
-    def read_field(buf: Any, pos: int, obj: Any) -> int:
-        value, pos = read_value(buf, pos)
-        setattr(obj, name, value)
-        return pos
-
-    return read_field
 
 
 def _field_writer(name: str, write_value: p.Writer, path: str) -> WriteStep:
