@@ -6,7 +6,7 @@ import struct
 import pytest
 
 from tidelog.records import build_batch
-from tidelog.server.network import SocketServer
+from tidelog.server.network import CloseConnection, SocketServer
 from tidelog.storage.log import Log
 
 
@@ -46,6 +46,78 @@ def test_pipelined_requests_are_answered_in_order():
 
     requests, answers = asyncio.run(main())
     assert answers == [b"re:" + r for r in requests]
+
+
+def test_answers_to_a_pipelined_burst_leave_in_few_writes(monkeypatch):
+    writes = []
+    real_write = asyncio.StreamWriter.write
+    monkeypatch.setattr(
+        asyncio.StreamWriter,
+        "write",
+        lambda self, data: writes.append(data) or real_write(self, data),
+    )
+
+    async def handler(payload, context):
+        return [frame(b"re:" + payload)]
+
+    async def main():
+        server, port = await started(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        requests = [f"commit-{i}".encode() for i in range(50)]
+        writer.write(b"".join(frame(r) for r in requests))
+        answers = [await read_frame(reader) for _ in requests]
+        writer.close()
+        await server.close()
+        return requests, answers
+
+    requests, answers = asyncio.run(main())
+    assert answers == [b"re:" + r for r in requests]
+    server_writes = [w for w in writes if b"re:" in w]  # the client's own write has none
+    assert len(server_writes) <= 5, f"{len(server_writes)} writes for 50 pipelined answers"
+
+
+def test_a_held_answer_leaves_while_a_later_request_waits():
+    async def main():
+        release = asyncio.Event()
+
+        async def handler(payload, context):
+            if payload == b"slow":
+                await release.wait()  # set only once the client has the fast answer
+            return [frame(b"re:" + payload)]
+
+        server, port = await started(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(b"fast") + frame(b"slow"))
+        fast = await asyncio.wait_for(read_frame(reader), 5)
+        release.set()
+        slow = await asyncio.wait_for(read_frame(reader), 5)
+        writer.close()
+        await server.close()
+        return fast, slow
+
+    assert asyncio.run(main()) == (b"re:fast", b"re:slow")
+
+
+def test_answers_before_a_request_that_closes_the_connection_are_sent(caplog):
+    async def handler(payload, context):
+        if payload == b"bad":
+            raise CloseConnection("a request this connection cannot go on after")
+        return [frame(b"re:" + payload)]
+
+    async def main():
+        server, port = await started(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(b"first") + frame(b"second") + frame(b"bad"))
+        answers = [await asyncio.wait_for(read_frame(reader), 5) for _ in range(2)]
+        rest = await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        await server.close()
+        return answers, rest
+
+    answers, rest = asyncio.run(main())
+    assert answers == [b"re:first", b"re:second"]
+    assert rest == b""  # then closed
+    assert "a request this connection cannot go on after" in caplog.text
 
 
 def test_no_response_parts_means_no_response():

@@ -8,6 +8,13 @@ flight). The handler returns the response as parts: bytes are written as they ar
 ``FileSlice`` is sent from its segment file with ``sendfile`` (zero copy) where the
 transport allows. A frame above ``socket.request.max.bytes``, a handler failure or an
 idle period of ``connections.max.idle.ms`` closes that one connection, with a log line.
+
+A client that pipelines (async commits, produce with several requests in flight) often
+has its next request waiting in the buffer when a response is ready. In-memory responses
+are then held and leave together, one send for a burst instead of one each: held
+responses are written with the next response that is not held, or as soon as the
+connection's task waits (for the client, or inside a handler), so holding never delays
+a response behind a slow request.
 """
 
 from __future__ import annotations
@@ -55,6 +62,14 @@ class _Connection:
     last_active: float  # loop time of the last handled request or written response
     busy: bool = False  # a request of it is being handled
     expired: bool = False  # cancelled by the idle sweep, not by close()
+
+
+def _request_waiting(reader: asyncio.StreamReader) -> bool:
+    """Whether ``reader`` holds a whole next frame already. Reads StreamReader's buffer
+    (``_buffer``, the bytes received and not yet read, unchanged since Python 3.4): the
+    stream has no public way to peek."""
+    buffered = reader._buffer
+    return len(buffered) >= 4 and len(buffered) - 4 >= int.from_bytes(buffered[:4], "big")
 
 
 class SocketServer:
@@ -107,6 +122,13 @@ class SocketServer:
 
     async def _serve(self, reader, writer, context: ConnectionContext, connection) -> None:
         loop = asyncio.get_running_loop()
+        held: list[ResponsePart] = []
+
+        def write_held() -> None:
+            if held and not writer.transport.is_closing():
+                writer.write(b"".join(held))
+            held.clear()
+
         try:
             while True:
                 frame = await self._read_frame(reader, context)
@@ -115,9 +137,16 @@ class SocketServer:
                 connection.busy = True
                 parts = await self._handler(frame, context)
                 connection.busy, connection.last_active = False, loop.time()
-                if parts:
-                    await self._write(writer, parts)
-                    connection.last_active = loop.time()
+                if not parts:
+                    continue
+                if _request_waiting(reader) and not any(type(p) is FileSlice for p in parts):
+                    if not held:
+                        loop.call_soon(write_held)  # runs once this task waits
+                    held.extend(parts)
+                    continue
+                parts, held[:] = [*held, *parts], []
+                await self._write(writer, parts)
+                connection.last_active = loop.time()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # the client went away
         except CloseConnection as reason:
@@ -148,6 +177,7 @@ class SocketServer:
             )
         finally:
             self._connections.discard(connection)
+            write_held()  # answers to the requests before one that closes the connection
             writer.close()
 
     def _start_idle_watch(self) -> None:
