@@ -29,22 +29,24 @@ async def started(handler, **kwargs):
     return server, port
 
 
+async def pipelined(handler, count: int) -> tuple[list[bytes], list[bytes]]:
+    """Send ``count`` requests in one write, then read as many answers."""
+    server, port = await started(handler)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    requests = [f"request-{i}".encode() for i in range(count)]
+    writer.write(b"".join(frame(r) for r in requests))
+    answers = [await read_frame(reader) for _ in requests]
+    writer.close()
+    await server.close()
+    return requests, answers
+
+
 def test_pipelined_requests_are_answered_in_order():
     async def handler(payload, context):
         await asyncio.sleep(random.random() / 200)  # finish times vary
         return [frame(b"re:" + payload)]
 
-    async def main():
-        server, port = await started(handler)
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        requests = [f"request-{i}".encode() for i in range(50)]
-        writer.write(b"".join(frame(r) for r in requests))  # all at once
-        answers = [await read_frame(reader) for _ in requests]
-        writer.close()
-        await server.close()
-        return requests, answers
-
-    requests, answers = asyncio.run(main())
+    requests, answers = asyncio.run(pipelined(handler, 50))
     assert answers == [b"re:" + r for r in requests]
 
 
@@ -60,17 +62,7 @@ def test_answers_to_a_pipelined_burst_leave_in_few_writes(monkeypatch):
     async def handler(payload, context):
         return [frame(b"re:" + payload)]
 
-    async def main():
-        server, port = await started(handler)
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        requests = [f"commit-{i}".encode() for i in range(50)]
-        writer.write(b"".join(frame(r) for r in requests))
-        answers = [await read_frame(reader) for _ in requests]
-        writer.close()
-        await server.close()
-        return requests, answers
-
-    requests, answers = asyncio.run(main())
+    requests, answers = asyncio.run(pipelined(handler, 50))
     assert answers == [b"re:" + r for r in requests]
     server_writes = [w for w in writes if b"re:" in w]  # the client's own write has none
     assert len(server_writes) <= 5, f"{len(server_writes)} writes for 50 pipelined answers"
