@@ -10,13 +10,12 @@ Empty. Part of :class:`~tidelog.coordinator.group_coordinator.GroupCoordinator`.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from tidelog.coordinator.group import Group, GroupState
 from tidelog.coordinator.offsets_records import (
-    OffsetKey,
     OffsetValue,
-    encode_key,
+    encode_offset_key,
     encode_offset_value,
 )
 from tidelog.protocol.errors import ErrorCode
@@ -29,8 +28,10 @@ State = GroupState
 TopicPartition = tuple[str, int]
 
 
-@dataclass(frozen=True)
-class OffsetCommit:
+class OffsetCommit(NamedTuple):
+    """One partition's offset in a commit (a tuple: made for every partition of every
+    commit)."""
+
     offset: int
     leader_epoch: int = -1
     metadata: str | None = ""
@@ -82,25 +83,21 @@ class OffsetsMixin:
         self, group: Group, offsets: dict[TopicPartition, OffsetCommit], retention_ms: int
     ) -> dict[TopicPartition, ErrorCode]:
         now = self._clock_ms()
+        expire_timestamp = now + retention_ms if retention_ms >= 0 else -1
+        max_metadata_bytes = self.config.max_metadata_bytes
         results: dict[TopicPartition, ErrorCode] = {}
         values: dict[TopicPartition, OffsetValue] = {}
+        records: list[tuple[bytes, bytes]] = []
         for key, commit in offsets.items():
             metadata = commit.metadata or ""
-            if len(metadata.encode()) > self.config.max_metadata_bytes:
+            if metadata and len(metadata.encode()) > max_metadata_bytes:
                 results[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 continue
-            values[key] = OffsetValue(
-                offset=commit.offset,
-                leader_epoch=commit.leader_epoch,
-                metadata=metadata,
-                commit_timestamp=now,
-                expire_timestamp=now + retention_ms if retention_ms >= 0 else -1,
+            value = values[key] = OffsetValue(
+                commit.offset, commit.leader_epoch, metadata, now, expire_timestamp
             )
-        if values:
-            records = [
-                (encode_key(OffsetKey(group.group_id, t, p)), encode_offset_value(v))
-                for (t, p), v in values.items()
-            ]
+            records.append((encode_offset_key(group.group_id, *key), encode_offset_value(value)))
+        if records:
             error = await self._append(group.partition, records)
             if not error and self.groups.get(group.group_id) is group:
                 group.offsets.update(values)
@@ -148,7 +145,7 @@ class OffsetsMixin:
         return ErrorCode.NONE, results
 
     async def _remove_offsets(self, group: Group, partitions: list[TopicPartition]) -> ErrorCode:
-        records = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in partitions]
+        records = [(encode_offset_key(group.group_id, t, p), None) for t, p in partitions]
         error = await self._append(group.partition, records)
         if not error:
             for key in partitions:

@@ -36,9 +36,9 @@ from tidelog.coordinator.membership import MembershipMixin
 from tidelog.coordinator.offsets_partition import LoadedPartition, load_offsets_partition
 from tidelog.coordinator.offsets_records import (
     GroupMetadataKey,
-    OffsetKey,
     encode_group_value,
     encode_key,
+    encode_offset_key,
 )
 from tidelog.protocol.errors import ErrorCode
 from tidelog.records.builder import build_keyed_batch
@@ -257,7 +257,7 @@ class GroupCoordinator(MembershipMixin, OffsetsMixin):
 
     async def _delete_group(self, group: Group) -> ErrorCode:
         """Tombstones for the group and every offset it has, then it is gone."""
-        records = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in group.offsets]
+        records = [(encode_offset_key(group.group_id, t, p), None) for t, p in group.offsets]
         records.append((encode_key(GroupMetadataKey(group.group_id)), None))
         error = await self._append(group.partition, records)
         if error:

@@ -58,7 +58,6 @@ record type raises :class:`UnknownRecordKey`, which the loader skips.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import struct
 from collections.abc import Callable
@@ -94,6 +93,7 @@ __all__ = [
     "decode_offset_value",
     "encode_group_value",
     "encode_key",
+    "encode_offset_key",
     "encode_offset_value",
 ]
 
@@ -320,9 +320,15 @@ def _check_value_version(what: str, version: int) -> None:
 
 
 @functools.lru_cache(maxsize=KEY_CACHE_SIZE)
+def encode_offset_key(group: str, topic: str, partition: int) -> bytes:
+    """``encode_key(OffsetKey(group, topic, partition))``, cached by its three parts (a
+    group commits the same partitions over and over; hashing the parts is cheaper than
+    making and hashing a key object)."""
+    return encode_key(OffsetKey(group, topic, partition))
+
+
 def encode_key(key: OffsetKey | GroupMetadataKey) -> bytes:
-    """A key as Kafka 3.9.1 writes it: OffsetCommitKey v1 or GroupMetadataKey v2. A
-    group commits the same partitions over and over: the encodings are cached."""
+    """A key as Kafka 3.9.1 writes it: OffsetCommitKey v1 or GroupMetadataKey v2."""
 
     def write() -> bytes:
         if isinstance(key, OffsetKey):
@@ -365,8 +371,10 @@ def encode_offset_value(value: OffsetValue, *, version: int | None = None) -> by
         has_expiry = value.expire_timestamp != -1
         version = OFFSET_VALUE_VERSION_WITH_EXPIRY if has_expiry else OFFSET_VALUE_VERSION
         if not has_expiry:  # every commit but an old client's with a retention time
-            with contextlib.suppress(struct.error, ValueError):
+            try:
                 return _offset_value_v3(value)
+            except (struct.error, ValueError):
+                pass  # the general writer below names what is wrong
     elif not 0 <= version <= MAX_VALUE_VERSION:
         raise ValueError(f"no OffsetCommitValue version {version}")
 
