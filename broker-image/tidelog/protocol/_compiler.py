@@ -1,14 +1,16 @@
 """Compiles a message definition, for one version, into a reader and a writer.
 
 Each struct of the message becomes a reader ``(buf, pos) -> (obj, pos)`` and a writer
-``(out, obj)``. The reader is one function generated for the struct's fields (no loop
-over steps, no ``setattr`` by name: a request of many partitions is decoded at every
-request); the writer is composed of per-field steps. Consecutive fixed-size fields (ints,
-floats, booleans) are read and written as one run with a single ``struct.Struct``. Fields the
-version lacks are not read and take their defaults; writing a non-default value into one
-of them is an error unless the field is ``ignorable`` (Kafka's rule). Tagged fields are
-read from, and written to, each struct's tagged-fields section, only when not default;
-unknown tags are kept raw and written back in tag order.
+``(out, obj)``, each one function generated for the struct's fields: no loop over
+per-field steps, no ``setattr`` or ``getattr`` by name, since a request or response of
+many partitions passes through them at every request. The writer names no field in its
+errors; on an error the same struct is written again by per-field steps, whose error says
+which field holds what. Consecutive fixed-size fields (ints, floats, booleans) are read
+and written as one run with a single ``struct.Struct``. Fields the version lacks are not
+read and take their defaults; writing a non-default value into one of them is an error
+unless the field is ``ignorable`` (Kafka's rule). Tagged fields are read from, and
+written to, each struct's tagged-fields section, only when not default; unknown tags are
+kept raw and written back in tag order.
 
 A struct may also be written ahead (:func:`encode_ahead`): the :class:`Encoded` bytes
 then stand for it wherever the same version's writer meets them, for a large part of a
@@ -128,6 +130,7 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
     factories: list[tuple[str, Any]] = []
     read_steps: list[_RunRead | _FieldRead] = []
     write_steps: list[WriteStep] = []
+    write_plan: list[tuple[str, Any, tuple[str, ...]]] = []  # ("pack" | "write", fn, names)
     strict_absent: list[tuple[str, Callable[[Any], bool], str]] = []
     tagged: list[tuple[int, str, p.Reader, p.Writer, Callable[[Any], bool]]] = []
     run: list[FieldSpec] = []
@@ -136,6 +139,7 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
         if run:
             read_steps.append(_RunRead.of(run))
             write_steps.append(_fixed_run_writer(run))
+            write_plan.append(("pack", _fixed_run_packer(run).pack, tuple(f.attr for f in run)))
             run.clear()
 
     def add_default(f: FieldSpec) -> None:
@@ -159,6 +163,7 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
             read_value, write_value = _field_codec(ctx, f, field_path)
             read_steps.append(_FieldRead(f.attr, read_value))
             write_steps.append(_field_writer(f.attr, write_value, field_path))
+            write_plan.append(("write", write_value, (f.attr,)))
     flush_run()
     tagged.sort(key=_first)
 
@@ -169,27 +174,94 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
     strict_absent_t = tuple(strict_absent) if ctx.strict else ()
     write_tags = _tags_writer(tagged) if flexible else None
 
-    def write(out: list, obj: Any) -> None:
-        if type(obj) is Encoded:
-            if obj.writer is not write:
-                raise LocalProtocolError(f"{path}: written ahead for another version")
-            out.append(obj.data)
-            return
-        if type(obj) is dict:
-            obj = cls.from_dict(obj)
-        for step in write_steps_t:
-            step(out, obj)
+    def check_absent(obj: Any) -> None:
         for name, is_default, field_path in strict_absent_t:
             if not is_default(getattr(obj, name)):
                 raise LocalProtocolError(
                     f"{field_path} does not exist in version {version}: "
                     "it must hold its default to be written"
                 )
-        if write_tags is not None:
-            write_tags(out, obj)
+
+    def write_checked(obj: Any) -> None:
+        """The writer step by step, each naming its field in its error: run on a
+        value the generated writer failed on, to say what is wrong with it."""
+        out: list = []
+        for step in write_steps_t:
+            step(out, obj)
+
+    write = _generated_writer(
+        cls,
+        path,
+        write_plan,
+        check_absent if strict_absent_t else None,
+        write_tags,
+        bool(tagged),
+        write_checked,
+    )
 
     ctx.structs[spec.name] = (read, write)
     return read, write
+
+
+def _generated_writer(
+    cls: type,
+    path: str,
+    plan: list[tuple[str, Any, tuple[str, ...]]],
+    check_absent: Callable[[Any], None] | None,
+    write_tags: Callable[[list, Any], None] | None,
+    has_known_tags: bool,
+    write_checked: Callable[[Any], None],
+) -> Callable[[list, Any], None]:
+    """The writer of one struct as straight-line code: each run of fixed-size fields
+    packed at once, each other field by its own writer, then the absent-field check and
+    the tagged fields. It names no field in its errors: on any error it runs
+    ``write_checked``, whose error says which field holds what, and re-raises its own
+    if that one finds nothing."""
+    scope: dict[str, Any] = {
+        "_cls": cls,
+        "_Encoded": Encoded,
+        "_LocalProtocolError": LocalProtocolError,
+        "_check_absent": check_absent,
+        "_write_tags": write_tags,
+        "_write_checked": write_checked,
+        "_NO_TAGS": _NO_TAGS,
+    }
+    ahead_error = f"{path}: written ahead for another version"
+    body = []
+    for index, (kind, function, names) in enumerate(plan):
+        scope[f"_step{index}"] = function
+        values = ", ".join(f"obj.{name}" for name in names)
+        if kind == "pack":
+            body.append(f"out.append(_step{index}({values}))")
+        else:
+            body.append(f"_step{index}(out, {values})")
+    lines = [
+        "def write(out, obj):",
+        "    if type(obj) is not _cls:",
+        "        if type(obj) is _Encoded:",
+        "            if obj.writer is not write:",
+        f"                raise _LocalProtocolError({ahead_error!r})",
+        "            out.append(obj.data)",
+        "            return",
+        "        if type(obj) is dict:",
+        "            obj = _cls.from_dict(obj)",
+    ]
+    if body:
+        lines += ["    try:", *(f"        {line}" for line in body)]
+        lines += ["    except Exception:", "        _write_checked(obj)", "        raise"]
+    if check_absent is not None:
+        lines.append("    _check_absent(obj)")
+    if write_tags is not None and has_known_tags:
+        lines.append("    _write_tags(out, obj)")
+    elif write_tags is not None:  # only unknown tags, kept from a read, can be present
+        lines += [
+            "    if obj._unknown_tagged_fields:",
+            "        _write_tags(out, obj)",
+            "    else:",
+            "        out.append(_NO_TAGS)",
+        ]
+    exec("\n".join(lines), scope)  # the source is made above from the schema's field names
+    return scope["write"]
 
 
 @dataclass(frozen=True)
@@ -202,7 +274,7 @@ class _RunRead:
 
     @classmethod
     def of(cls, fields: list[FieldSpec]) -> _RunRead:
-        packer = _struct.Struct(">" + "".join(FIXED_FORMATS[f.type] for f in fields))
+        packer = _fixed_run_packer(fields)
         return cls(tuple(f.attr for f in fields), packer.unpack_from, packer.size)
 
 
@@ -255,8 +327,12 @@ def _generated_reader(
     return scope["read"]
 
 
+def _fixed_run_packer(fields: list[FieldSpec]) -> _struct.Struct:
+    return _struct.Struct(">" + "".join(FIXED_FORMATS[f.type] for f in fields))
+
+
 def _fixed_run_writer(fields: list[FieldSpec]) -> WriteStep:
-    pack = _struct.Struct(">" + "".join(FIXED_FORMATS[f.type] for f in fields)).pack
+    pack = _fixed_run_packer(fields).pack
     getter = attrgetter(*(f.attr for f in fields))
     path = ", ".join(f.attr for f in fields)
 
