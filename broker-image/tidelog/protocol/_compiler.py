@@ -128,18 +128,16 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
     version, flexible = ctx.version, ctx.flexible
     constants: list[tuple[str, Any]] = []  # set before reading: absent and tagged fields
     factories: list[tuple[str, Any]] = []
-    read_steps: list[_RunRead | _FieldRead] = []
-    write_steps: list[WriteStep] = []
-    write_plan: list[tuple[str, Any, tuple[str, ...]]] = []  # ("pack" | "write", fn, names)
+    steps: list[_Run | _Field] = []
+    write_steps: list[WriteStep] = []  # the same, naming their field in errors
     strict_absent: list[tuple[str, Callable[[Any], bool], str]] = []
     tagged: list[tuple[int, str, p.Reader, p.Writer, Callable[[Any], bool]]] = []
     run: list[FieldSpec] = []
 
     def flush_run() -> None:
         if run:
-            read_steps.append(_RunRead.of(run))
+            steps.append(_Run.of(run))
             write_steps.append(_fixed_run_writer(run))
-            write_plan.append(("pack", _fixed_run_packer(run).pack, tuple(f.attr for f in run)))
             run.clear()
 
     def add_default(f: FieldSpec) -> None:
@@ -161,14 +159,13 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
         else:
             flush_run()
             read_value, write_value = _field_codec(ctx, f, field_path)
-            read_steps.append(_FieldRead(f.attr, read_value))
+            steps.append(_Field(f.attr, read_value, write_value))
             write_steps.append(_field_writer(f.attr, write_value, field_path))
-            write_plan.append(("write", write_value, (f.attr,)))
     flush_run()
     tagged.sort(key=_first)
 
     read_tags = _tags_reader(tagged) if flexible else None
-    read = _generated_reader(cls, constants, factories, read_steps, read_tags)
+    read = _generated_reader(cls, constants, factories, steps, read_tags)
 
     write_steps_t = tuple(write_steps)
     strict_absent_t = tuple(strict_absent) if ctx.strict else ()
@@ -192,7 +189,7 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
     write = _generated_writer(
         cls,
         path,
-        write_plan,
+        steps,
         check_absent if strict_absent_t else None,
         write_tags,
         bool(tagged),
@@ -206,7 +203,7 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
 def _generated_writer(
     cls: type,
     path: str,
-    plan: list[tuple[str, Any, tuple[str, ...]]],
+    steps: list[_Run | _Field],
     check_absent: Callable[[Any], None] | None,
     write_tags: Callable[[list, Any], None] | None,
     has_known_tags: bool,
@@ -228,13 +225,14 @@ def _generated_writer(
     }
     ahead_error = f"{path}: written ahead for another version"
     body = []
-    for index, (kind, function, names) in enumerate(plan):
-        scope[f"_step{index}"] = function
-        values = ", ".join(f"obj.{name}" for name in names)
-        if kind == "pack":
-            body.append(f"out.append(_step{index}({values}))")
+    for index, step in enumerate(steps):
+        if isinstance(step, _Run):
+            scope[f"_pack{index}"] = step.packer.pack
+            values = ", ".join(f"obj.{name}" for name in step.names)
+            body.append(f"out.append(_pack{index}({values}))")
         else:
-            body.append(f"_step{index}(out, {values})")
+            scope[f"_write{index}"] = step.write
+            body.append(f"_write{index}(out, obj.{step.name})")
     lines = [
         "def write(out, obj):",
         "    if type(obj) is not _cls:",
@@ -265,32 +263,31 @@ def _generated_writer(
 
 
 @dataclass(frozen=True)
-class _RunRead:
-    """Consecutive fixed-size fields, unpacked together."""
+class _Run:
+    """Consecutive fixed-size fields, read and written together by one ``struct.Struct``."""
 
     names: tuple[str, ...]
-    unpack: Callable[[Any, int], tuple]
-    size: int
+    packer: _struct.Struct
 
     @classmethod
-    def of(cls, fields: list[FieldSpec]) -> _RunRead:
-        packer = _fixed_run_packer(fields)
-        return cls(tuple(f.attr for f in fields), packer.unpack_from, packer.size)
+    def of(cls, fields: list[FieldSpec]) -> _Run:
+        return cls(tuple(f.attr for f in fields), _fixed_run_packer(fields))
 
 
 @dataclass(frozen=True)
-class _FieldRead:
-    """One field with a reader of its own ``(buf, pos) -> (value, pos)``."""
+class _Field:
+    """One field with a reader ``(buf, pos) -> (value, pos)`` and a writer of its own."""
 
     name: str
     read: p.Reader
+    write: p.Writer
 
 
 def _generated_reader(
     cls: type,
     constants: list[tuple[str, Any]],
     factories: list[tuple[str, Any]],
-    steps: list[_RunRead | _FieldRead],
+    steps: list[_Run | _Field],
     read_tags: Callable[[Any, int, Any], int] | None,
 ) -> Callable[[Any, int], tuple[Any, int]]:
     """The reader of one struct as straight-line code: defaults set, then each step in
@@ -306,11 +303,11 @@ def _generated_reader(
         scope[f"_factory{index}"] = factory
         lines.append(f"    obj.{name} = _factory{index}()")
     for index, step in enumerate(steps):
-        if isinstance(step, _RunRead):
-            scope[f"_unpack{index}"] = step.unpack
+        if isinstance(step, _Run):
+            scope[f"_unpack{index}"] = step.packer.unpack_from
             targets = "".join(f"obj.{name}, " for name in step.names)
             lines.append(f"    {targets}= _unpack{index}(buf, pos)")
-            lines.append(f"    pos += {step.size}")
+            lines.append(f"    pos += {step.packer.size}")
         else:
             scope[f"_read{index}"] = step.read
             lines.append(f"    obj.{step.name}, pos = _read{index}(buf, pos)")
