@@ -258,8 +258,7 @@ def _generated_writer(
             "    else:",
             "        out.append(_NO_TAGS)",
         ]
-    exec("\n".join(lines), scope)  # the source is made above from the schema's field names
-    return scope["write"]
+    return _defined("write", lines, scope)
 
 
 @dataclass(frozen=True)
@@ -320,8 +319,14 @@ def _generated_reader(
             "        return obj, pos + 1",
             "    return obj, _read_tags(buf, pos, obj)",
         ]
-    exec("\n".join(lines), scope)  # the source is made above from the schema's field names
-    return scope["read"]
+    return _defined("read", lines, scope)
+
+
+def _defined(name: str, lines: list[str], scope: dict[str, Any]) -> Callable:
+    """The function ``name`` that the source ``lines`` define, run in ``scope``. The
+    source is made here from the schema's field names and the scope's own values."""
+    exec("\n".join(lines), scope)
+    return scope[name]
 
 
 def _fixed_run_packer(fields: list[FieldSpec]) -> _struct.Struct:
