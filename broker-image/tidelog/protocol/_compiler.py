@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct as _struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from typing import Any
 
 from . import primitives as p
@@ -32,7 +32,6 @@ from .errors import LocalProtocolError
 
 __all__ = ["Codec", "Encoded", "compile_message", "encode_ahead"]
 
-WriteStep = Callable[[list, Any], None]
 
 _new = object.__new__
 _first = itemgetter(0)
@@ -129,7 +128,6 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
     constants: list[tuple[str, Any]] = []  # set before reading: absent and tagged fields
     factories: list[tuple[str, Any]] = []
     steps: list[_Run | _Field] = []
-    write_steps: list[WriteStep] = []  # the same, naming their field in errors
     strict_absent: list[tuple[str, Callable[[Any], bool], str]] = []
     tagged: list[tuple[int, str, p.Reader, p.Writer, Callable[[Any], bool]]] = []
     run: list[FieldSpec] = []
@@ -137,7 +135,6 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
     def flush_run() -> None:
         if run:
             steps.append(_Run.of(run))
-            write_steps.append(_fixed_run_writer(run))
             run.clear()
 
     def add_default(f: FieldSpec) -> None:
@@ -159,15 +156,14 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
         else:
             flush_run()
             read_value, write_value = _field_codec(ctx, f, field_path)
-            steps.append(_Field(f.attr, read_value, write_value))
-            write_steps.append(_field_writer(f.attr, write_value, field_path))
+            steps.append(_Field(f.attr, read_value, write_value, field_path))
     flush_run()
     tagged.sort(key=_first)
 
     read_tags = _tags_reader(tagged) if flexible else None
     read = _generated_reader(cls, constants, factories, steps, read_tags)
 
-    write_steps_t = tuple(write_steps)
+    steps_t = tuple(steps)
     strict_absent_t = tuple(strict_absent) if ctx.strict else ()
     write_tags = _tags_writer(tagged) if flexible else None
 
@@ -180,11 +176,7 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
                 )
 
     def write_checked(obj: Any) -> None:
-        """The writer step by step, each naming its field in its error: run on a
-        value the generated writer failed on, to say what is wrong with it."""
-        out: list = []
-        for step in write_steps_t:
-            step(out, obj)
+        _write_naming_the_field(steps_t, obj)
 
     write = _generated_writer(
         cls,
@@ -270,16 +262,19 @@ class _Run:
 
     @classmethod
     def of(cls, fields: list[FieldSpec]) -> _Run:
-        return cls(tuple(f.attr for f in fields), _fixed_run_packer(fields))
+        fmt = "".join(FIXED_FORMATS[f.type] for f in fields)
+        return cls(tuple(f.attr for f in fields), _struct.Struct(">" + fmt))
 
 
 @dataclass(frozen=True)
 class _Field:
-    """One field with a reader ``(buf, pos) -> (value, pos)`` and a writer of its own."""
+    """One field with a reader ``(buf, pos) -> (value, pos)`` and a writer of its own;
+    ``path`` names it in errors (``Message.struct.field``)."""
 
     name: str
     read: p.Reader
     write: p.Writer
+    path: str
 
 
 def _generated_reader(
@@ -329,45 +324,26 @@ def _defined(name: str, lines: list[str], scope: dict[str, Any]) -> Callable:
     return scope[name]
 
 
-def _fixed_run_packer(fields: list[FieldSpec]) -> _struct.Struct:
-    return _struct.Struct(">" + "".join(FIXED_FORMATS[f.type] for f in fields))
-
-
-def _fixed_run_writer(fields: list[FieldSpec]) -> WriteStep:
-    pack = _fixed_run_packer(fields).pack
-    getter = attrgetter(*(f.attr for f in fields))
-    path = ", ".join(f.attr for f in fields)
-
-    if len(fields) == 1:
-
-        def write_one(out: list, obj: Any) -> None:
+def _write_naming_the_field(steps: tuple[_Run | _Field, ...], obj: Any) -> None:
+    """Write ``obj`` step by step, each step's error naming its field and value: run on
+    a struct the generated writer failed on, to say what is wrong with it."""
+    out: list = []
+    for step in steps:
+        if isinstance(step, _Run):
+            values = [getattr(obj, name) for name in step.names]
             try:
-                out.append(pack(getter(obj)))
+                out.append(step.packer.pack(*values))
             except (_struct.error, TypeError) as e:
-                raise LocalProtocolError(f"{type(obj).__qualname__}.{path}: {e}") from e
-
-        return write_one
-
-    def write_run(out: list, obj: Any) -> None:
+                names = step.names[0] if len(step.names) == 1 else f"({', '.join(step.names)})"
+                raise LocalProtocolError(f"{type(obj).__qualname__}.{names}: {e}") from e
+            continue
+        value = getattr(obj, step.name)
         try:
-            out.append(pack(*getter(obj)))
-        except (_struct.error, TypeError) as e:
-            raise LocalProtocolError(f"{type(obj).__qualname__}.({path}): {e}") from e
-
-    return write_run
-
-
-def _field_writer(name: str, write_value: p.Writer, path: str) -> WriteStep:
-    def write_field(out: list, obj: Any) -> None:
-        value = getattr(obj, name)
-        try:
-            write_value(out, value)
+            step.write(out, value)
         except LocalProtocolError:
             raise
         except (_struct.error, TypeError, AttributeError, ValueError) as e:
-            raise LocalProtocolError(f"{path} = {_short(value)}: {e}") from e
-
-    return write_field
+            raise LocalProtocolError(f"{step.path} = {_short(value)}: {e}") from e
 
 
 def _short(value: Any) -> str:
