@@ -144,7 +144,9 @@ class SocketServer:
                         loop.call_soon(write_held)  # runs once this task waits
                     held.extend(parts)
                     continue
-                parts, held[:] = [*held, *parts], []
+                if held:
+                    parts = [*held, *parts]
+                    held.clear()  # before the await: write_held may run meanwhile
                 await self._write(writer, parts)
                 connection.last_active = loop.time()
         except (ConnectionError, asyncio.IncompleteReadError):
