@@ -63,7 +63,7 @@ from confluent_kafka.admin import (
 )
 from kafka_broker import KAFKA_HEAP, KafkaBroker, kafka_libs
 from kazoo.client import KazooClient
-from kazoo.protocol.states import EventType
+from kazoo.recipe.watchers import DataWatch
 from waiting import wait_until
 
 from tidelog.server.process import BrokerProcess
@@ -638,50 +638,80 @@ def s7_replicated_produce(session: Session, scale: Scale) -> None:
     session.record("S7", "during S7", "-", f"peak RSS, sum of {CLUSTER_SIZE}", peak.peak, "MB")
 
 
-class RegistrationWatch:
-    """When a broker's ZooKeeper registration (``/brokers/ids/<id>``) disappears: the
-    moment its session expired and the cluster could first know it is gone."""
+class ZnodeWatch:
+    """The first moment (``time.perf_counter``) a znode's data satisfies ``condition``
+    (called with the data, or None while the znode does not exist), as kazoo's watch
+    reports it."""
 
-    def __init__(self, connect: str, broker_id: int):
+    def __init__(self, connect: str, path: str, condition: Callable[[bytes | None], bool]):
         self._client = KazooClient(hosts=connect)
         self._client.start(timeout=30)
-        self._gone = threading.Event()
-        self.expired_at: float | None = None
-        if self._client.exists(f"/brokers/ids/{broker_id}", watch=self._changed) is None:
-            self._seen_gone()
+        self._condition = condition
+        self._seen = threading.Event()
+        self.seen_at: float | None = None
+        DataWatch(self._client, path, self._changed)
 
-    def _changed(self, event) -> None:
-        if event.type == EventType.DELETED:
-            self._seen_gone()
+    def _changed(self, data: bytes | None, _stat) -> bool:
+        if not self._seen.is_set() and self._condition(data):
+            self.seen_at = time.perf_counter()
+            self._seen.set()
+        return not self._seen.is_set()  # False ends the watch
 
-    def _seen_gone(self) -> None:
-        self.expired_at = time.perf_counter()
-        self._gone.set()
-
-    def wait(self, timeout: float = 120) -> float:
-        if not self._gone.wait(timeout):
-            raise TimeoutError("the killed broker's registration did not go")
+    def wait(self, what: str, timeout: float = 120) -> float:
+        if not self._seen.wait(timeout):
+            raise TimeoutError(f"not seen within {timeout} s: {what}")
         self._client.stop()
         self._client.close()
-        return self.expired_at
+        return self.seen_at
+
+
+def registration_gone(connect: str, broker_id: int) -> ZnodeWatch:
+    """When ``/brokers/ids/<id>`` disappears: the moment the broker's ZooKeeper session
+    expired and the cluster could first know it is gone."""
+    return ZnodeWatch(connect, f"/brokers/ids/{broker_id}", lambda data: data is None)
+
+
+def leader_moved(connect: str, topic: str, partition: int, away_from: int) -> ZnodeWatch:
+    """When the partition's state in ZooKeeper first names a leader other than
+    ``away_from``: the controller's election is written (both systems keep Kafka's
+    layout)."""
+
+    def moved(data: bytes | None) -> bool:
+        return data is not None and json.loads(data)["leader"] not in (away_from, -1)
+
+    return ZnodeWatch(connect, f"/brokers/topics/{topic}/partitions/{partition}/state", moved)
+
+
+@dataclass(frozen=True)
+class Failover:
+    """One kill -9 of a leader, in seconds: ``total`` from the kill to the first
+    acknowledgement of a record sent after it; ``after_expiry`` of that from the expiry of
+    the killed broker's ZooKeeper session, split into ``electing`` (expiry until the new
+    leader is written to ZooKeeper: the cluster's share) and the rest, the client's and
+    the new leader's (metadata refresh, reconnecting, the produce itself)."""
+
+    killed: int
+    total: float
+    after_expiry: float
+    electing: float
 
 
 def kill_leader(
     session: Session, topic: str, producer: loadgen.PacedProducer, delay: float
-) -> tuple:
+) -> Failover:
     """kill -9 the leader of ``topic``-0, ``delay`` seconds after it is known, while
-    ``producer`` writes to it; returns the killed broker's id, the seconds from the kill
-    to the first acknowledgement of a record sent after it, and the seconds from the
-    expiry of its ZooKeeper session to that acknowledgement."""
+    ``producer`` writes to it."""
     producer.first_ack_after(time.perf_counter())  # acknowledgements are flowing
     leader = session.partitions(topic)[0].leader
-    registration = RegistrationWatch(session.connect, leader)
+    registration = registration_gone(session.connect, leader)
+    election = leader_moved(session.connect, topic, 0, leader)
     time.sleep(delay)
     killed_at = time.perf_counter()
     session.brokers[leader].kill()
     seconds = producer.first_ack_after(killed_at)
-    after_expiry = killed_at + seconds - registration.wait()
-    return leader, seconds, after_expiry
+    expired_at = registration.wait(f"broker {leader}'s registration gone")
+    elected_at = election.wait(f"{topic}-0 led by another broker than {leader}")
+    return Failover(leader, seconds, killed_at + seconds - expired_at, elected_at - expired_at)
 
 
 def rejoin(session: Session, topic: str, broker_id: int) -> None:
@@ -704,14 +734,20 @@ def s8_failover(session: Session, scale: Scale) -> None:
     with loadgen.PacedProducer(session.bootstrap, topic) as producer:
         for repeat in range(1, scale.s8_failovers + 1):
             delay = phases.uniform(0, S8_PING_CYCLE_S)
-            killed, seconds, expired = kill_leader(session, topic, producer, delay)
-            times.append(seconds)
-            after_expiry.append(expired)
-            session.record("S8", case, "loadgen", "failover time", seconds, "s")
-            session.record("S8", case, "loadgen", "until session expiry", seconds - expired, "s")
-            session.record("S8", case, "loadgen", "after session expiry", expired, "s")
+            failover = kill_leader(session, topic, producer, delay)
+            times.append(failover.total)
+            after_expiry.append(failover.after_expiry)
+            until_expiry = failover.total - failover.after_expiry
+            for figure, seconds in (
+                ("failover time", failover.total),
+                ("until session expiry", until_expiry),
+                ("after session expiry", failover.after_expiry),
+                ("expiry → new leader in ZooKeeper", failover.electing),
+                ("new leader → first ack", failover.after_expiry - failover.electing),
+            ):
+                session.record("S8", case, "loadgen", figure, seconds, "s")
             if repeat < scale.s8_failovers:
-                rejoin(session, topic, killed)
+                rejoin(session, topic, failover.killed)
     session.record("S8", case, "loadgen", "failover median", statistics.median(times), "s")
     session.record(
         "S8", case, "loadgen", "after session expiry, median", statistics.median(after_expiry), "s"
@@ -1068,7 +1104,10 @@ def write_report(
         ": a kill -9'd broker is noticed only when its session expires, so that timeout "
         "dominates the failover time; after session expiry = from the moment the killed "
         "broker's registration left ZooKeeper to that acknowledgement (what the brokers and "
-        "the client add to the expiry)",
+        "the client add to the expiry), split at the moment the partition's state in "
+        "ZooKeeper names the new leader: before it the controller's share, after it the "
+        "client's (librdkafka finds the new leader by a metadata refresh) and the new "
+        "leader's",
         reassignment.settings_line(scale.s11_throttle_mb),
         restart.settings_line(scale.s13_partitions, scale.s13_megabytes),
         wide_fetch.settings_line(scale.s14_partitions, scale.s14_seconds, scale.s14_megabytes),
