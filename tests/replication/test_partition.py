@@ -3,6 +3,8 @@ seed 004), on a real log; times are given, not read from a clock."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tidelog.records import build_batch
@@ -117,3 +119,51 @@ def test_a_follower_high_watermark_is_bounded_by_its_own_log(tmp_path):
     assert partition.follow_high_watermark(leader_high_watermark=7)
     assert partition.high_watermark == 2
     log.close()
+
+
+def _idle_at_end(leader: Partition) -> None:
+    """Follower 2 has fetched everything (5 records) and asks again from the end."""
+    append(leader, 5)
+    leader.record_follower_fetch(2, 5, 1100)
+
+
+def test_an_idle_follower_fetch_records_what_the_full_path_records(leader):
+    _idle_at_end(leader)
+    untouched = dataclasses.replace(leader.followers[2])
+    assert leader.record_idle_follower_fetch(2, 5, current_leader_epoch=0, now_ms=2000)
+    by_idle_path = leader.followers[2]
+    leader.followers[2] = untouched
+    leader.record_follower_fetch(2, 5, 2000)
+    assert by_idle_path == leader.followers[2]
+    assert by_idle_path.last_caught_up_ms == 2000
+    assert leader.record_idle_follower_fetch(2, 5, current_leader_epoch=-1, now_ms=2100)
+
+
+@pytest.mark.parametrize(
+    ("change", "replica", "offset", "epoch"),
+    [
+        (None, 3, 5, 0),  # follower 3 never fetched: its log end offset is unknown
+        (None, 2, 4, 0),  # asks below the end: the full path decides what it means
+        (None, 2, 5, 1),  # another leader epoch: fenced or unknown by the full path
+        (None, 9, 5, 0),  # not a replica of this partition
+        ("append", 2, 5, 0),  # records arrived since its last fetch
+        ("out of the ISR", 2, 5, 0),  # must be considered for the ISR again
+        ("a follower now", 2, 5, 0),  # this broker no longer leads
+    ],
+)
+def test_any_other_follower_fetch_takes_the_full_path_and_records_nothing(
+    leader, change, replica, offset, epoch
+):
+    _idle_at_end(leader)
+    if change == "append":
+        append(leader, 1)
+    elif change == "out of the ISR":
+        leader.apply_isr([1, 3], zk_version=1)
+    elif change == "a follower now":
+        leader.become(
+            leader=3, leader_epoch=1, replicas=[1, 2, 3], isr=[1, 2, 3], zk_version=1,
+            controller_epoch=1, now_ms=1500,
+        )  # fmt: skip
+    before = {r: dataclasses.replace(state) for r, state in leader.followers.items()}
+    assert not leader.record_idle_follower_fetch(replica, offset, epoch, now_ms=2000)
+    assert leader.followers == before

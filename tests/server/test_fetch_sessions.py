@@ -11,6 +11,7 @@ import pytest
 from tidelog.protocol.errors import ErrorCode
 from tidelog.server.fetch_sessions import (
     EVICTION_MS,
+    NO_NEWS,
     Answer,
     FetchSessionCache,
     FetchSessionError,
@@ -208,3 +209,24 @@ def test_a_fetch_answered_after_a_later_one_changed_the_session_leaves_it_as_cha
     _, pairs = waiting.respond([answer(hw=9), answer(hw=9)])
     assert [p.partition for p, _ in pairs] == [0, 1]
     assert [p.partition for p in context(cache, session_id, 3).partitions] == [1]
+
+
+def test_a_read_without_news_leaves_its_partition_out_and_what_was_sent_as_it_was():
+    cache = FetchSessionCache(10)
+    session_id = open_session(cache, 2)  # both sent with high watermark 0, log start 0
+    first = context(cache, session_id, 1)
+    quiet, moved = first.partitions
+    answers = [quiet.answer_without_records(0, 0), moved.answer_without_records(3, 0)]
+    assert answers[0] is NO_NEWS
+    _, pairs = first.respond(answers)
+    assert [(p.partition, a.high_watermark) for p, a in pairs] == [(1, 3)]
+    second = context(cache, session_id, 2)
+    assert [p.answer_without_records(*offsets) for p, offsets in zip(
+        second.partitions, [(0, 0), (3, 0)], strict=True
+    )] == [NO_NEWS, NO_NEWS]  # fmt: skip
+
+
+def test_a_partition_outside_a_session_always_gets_a_full_answer():
+    answer = part(0).answer_without_records(0, 0)
+    assert answer is not NO_NEWS
+    assert (answer.high_watermark, answer.log_start_offset, answer.records) == (0, 0, b"")

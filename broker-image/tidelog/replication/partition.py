@@ -118,6 +118,28 @@ class Partition:
         follower.last_fetch_leader_end_offset = leader_end
         follower.last_fetch_ms = now_ms
 
+    def record_idle_follower_fetch(
+        self, replica: int, fetch_offset: int, current_leader_epoch: int, now_ms: int
+    ) -> bool:
+        """The common fetch of a follower in a session: an ISR follower whose last fetch
+        already reported the log end offset asks from there again, at this leader's
+        epoch. Records it as caught up now and returns True; nothing else can change (its
+        log end offset, so the high watermark and the ISR, stay). False, recording
+        nothing, for any other fetch: :meth:`record_follower_fetch` and the checks around
+        it take those."""
+        follower = self.followers.get(replica)  # none unless this broker leads
+        if (
+            follower is None
+            or follower.log_end_offset != fetch_offset
+            or fetch_offset != self.log.log_end_offset
+            or current_leader_epoch not in (NO_CURRENT_LEADER_EPOCH, self.leader_epoch)
+            or replica not in self.isr
+        ):
+            return False
+        follower.last_caught_up_ms = follower.last_fetch_ms = now_ms
+        follower.last_fetch_leader_end_offset = fetch_offset
+        return True
+
     def expanded_isr(self, replica: int) -> list[int] | None:
         """The ISR with ``replica`` back in, if it qualifies now; else None."""
         follower = self.followers.get(replica)

@@ -362,6 +362,20 @@ class ReplicaManager:
                 self.purgatory.notify((topic, index))
         return self._read(partition, offset, max_bytes, end, min_one_message)
 
+    def read_idle_for_follower(
+        self, replica: int, topic: str, index: int, offset: int, current_leader_epoch: int
+    ) -> tuple[int, int] | None:
+        """:meth:`read_for_follower` of most partitions of a session's fetch, where
+        nothing is new either way (:meth:`Partition.record_idle_follower_fetch`): records
+        the fetch and returns the (high watermark, log start offset) to answer, or None,
+        recording nothing, when :meth:`read_for_follower` must answer."""
+        partition = self.partitions.get((topic, index))
+        if partition is None or not partition.record_idle_follower_fetch(
+            replica, offset, current_leader_epoch, self._clock_ms()
+        ):
+            return None
+        return partition.high_watermark, partition.log.log_start_offset
+
     def _read(
         self, partition: Partition, offset: int, max_bytes: int, bound: int, first: bool
     ) -> ReadResult:

@@ -72,6 +72,11 @@ class Answer(NamedTuple):
     records: object  # bytes or a file slice; empty when there are none
 
 
+NO_NEWS = Answer(ErrorCode.NONE, -1, -1, b"")
+"""The answer of a partition read without records whose offsets the session's client
+already has: an incremental response leaves it out (compared by identity)."""
+
+
 @dataclass(slots=True, eq=False)
 class SessionPartition:
     """One partition of a fetch: what the client asks (fetch position, limits) and, once
@@ -95,6 +100,17 @@ class SessionPartition:
         self.partition_max_bytes = asked.partition_max_bytes
         self.current_leader_epoch = asked.current_leader_epoch
         self.log_start_offset = asked.log_start_offset
+
+    def answer_without_records(self, high_watermark: int, log_start_offset: int) -> Answer:
+        """The answer of a read that found no records: :data:`NO_NEWS` when this
+        partition's session already sent both offsets. A partition not (yet) cached in
+        a session has sent nothing, so it always gets a full Answer."""
+        if (
+            high_watermark == self.sent_high_watermark
+            and log_start_offset == self.sent_log_start_offset
+        ):
+            return NO_NEWS
+        return Answer(ErrorCode.NONE, high_watermark, log_start_offset, b"")
 
     def take_response(self, answer: Answer) -> bool:
         """Remember what ``answer`` tells the client; whether the client must be told
@@ -253,7 +269,7 @@ class FetchContext:
         session = self._session
         sent = []
         for partition, answer in zip(self.partitions, answers, strict=True):
-            if partition.take_response(answer):
+            if answer is not NO_NEWS and partition.take_response(answer):
                 sent.append((partition, answer))
                 key = partition.key(session.uses_topic_ids)
                 # To the end; a fetch that changed the session meanwhile (a client that
