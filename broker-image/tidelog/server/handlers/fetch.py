@@ -14,7 +14,10 @@ leader from v16 (KIP-951, :mod:`tidelog.server.leader_hints`).
 Fetch sessions (KIP-227, :mod:`tidelog.server.fetch_sessions`): a fetch of v7+ may open
 a session; an incremental fetch reads every partition of its session and answers only
 the partitions with news. The session's cache learns what was sent only from the final
-response, never from a read that ends in purgatory.
+response, never from a read that ends in purgatory. Most partitions of a follower's
+session have nothing new either way; they cost a few attribute checks
+(``ReplicaManager.read_idle_for_follower``), and those whose offsets the session already
+sent are left out without touching it (``NO_NEWS``).
 
 Replication throttles (seed 003 修改主题限速, Kafka's ``shouldLeaderThrottle``): a
 follower's fetch of a partition that ``leader.replication.throttled.replicas`` throttles
