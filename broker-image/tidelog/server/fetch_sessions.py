@@ -105,12 +105,16 @@ class SessionPartition:
         """The answer of a read that found no records: :data:`NO_NEWS` when this
         partition's session already sent both offsets. A partition not (yet) cached in
         a session has sent nothing, so it always gets a full Answer."""
-        if (
-            high_watermark == self.sent_high_watermark
-            and log_start_offset == self.sent_log_start_offset
-        ):
+        if self._sent(high_watermark, log_start_offset):
             return NO_NEWS
         return Answer(ErrorCode.NONE, high_watermark, log_start_offset, b"")
+
+    def _sent(self, high_watermark: int, log_start_offset: int) -> bool:
+        """Whether the session's client was last told these offsets."""
+        return (
+            high_watermark == self.sent_high_watermark
+            and log_start_offset == self.sent_log_start_offset
+        )
 
     def take_response(self, answer: Answer) -> bool:
         """Remember what ``answer`` tells the client; whether the client must be told
@@ -120,8 +124,7 @@ class SessionPartition:
         changed = (
             failed
             or bool(answer.records)
-            or high_watermark != self.sent_high_watermark
-            or answer.log_start_offset != self.sent_log_start_offset
+            or not self._sent(high_watermark, answer.log_start_offset)
         )
         self.sent_high_watermark = high_watermark
         self.sent_log_start_offset = answer.log_start_offset
