@@ -97,7 +97,7 @@ class ReplicaManager:
         self._isr_writer = isr_writer
         self._isr_changes: dict[TopicPartition, tuple[Partition, list[int], int]] = {}
         self._isr_writes: asyncio.Task | None = None
-        self._clock_ms = clock_ms
+        self.clock_ms = clock_ms  # the broker's wall clock, in ms (injected in tests)
         self._follower_quota = follower_quota  # for the fetchers (None: unthrottled)
         self._known_to_cluster = known_to_cluster  # the metadata has the partition
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
@@ -147,7 +147,7 @@ class ReplicaManager:
             isr=isr,
             zk_version=zk_version,
             controller_epoch=controller_epoch,
-            now_ms=self._clock_ms(),
+            now_ms=self.clock_ms(),
         )
         self.topic_ids[topic] = topic_id
         self._stop_fetching(key)
@@ -356,22 +356,29 @@ class ReplicaManager:
             return ReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         end = partition.log.log_end_offset
         if offset <= end:
-            partition.record_follower_fetch(replica, offset, self._clock_ms())
+            partition.record_follower_fetch(replica, offset, self.clock_ms())
             self._maybe_expand_isr(partition, replica)
             if partition.maybe_advance_high_watermark():
                 self.purgatory.notify((topic, index))
         return self._read(partition, offset, max_bytes, end, min_one_message)
 
     def read_idle_for_follower(
-        self, replica: int, topic: str, index: int, offset: int, current_leader_epoch: int
+        self,
+        replica: int,
+        topic: str,
+        index: int,
+        offset: int,
+        current_leader_epoch: int,
+        now_ms: int,
     ) -> tuple[int, int] | None:
         """:meth:`read_for_follower` of most partitions of a session's fetch, where
         nothing is new either way (:meth:`Partition.record_idle_follower_fetch`): records
         the fetch and returns the (high watermark, log start offset) to answer, or None,
-        recording nothing, when :meth:`read_for_follower` must answer."""
+        recording nothing, when :meth:`read_for_follower` must answer. ``now_ms``:
+        :attr:`clock_ms`, read once for the whole fetch."""
         partition = self.partitions.get((topic, index))
         if partition is None or not partition.record_idle_follower_fetch(
-            replica, offset, current_leader_epoch, self._clock_ms()
+            replica, offset, current_leader_epoch, now_ms
         ):
             return None
         return partition.high_watermark, partition.log.log_start_offset
@@ -406,7 +413,7 @@ class ReplicaManager:
     def shrink_isrs(self, max_lag_ms: int) -> None:
         """Drop followers not caught up for ``max_lag_ms`` (replica.lag.time.max.ms)
         from the ISR of every partition this broker leads."""
-        now = self._clock_ms()
+        now = self.clock_ms()
         for partition in list(self.partitions.values()):
             isr = partition.shrunk_isr(now, max_lag_ms)
             if isr is not None:

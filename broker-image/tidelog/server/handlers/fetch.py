@@ -144,11 +144,17 @@ def _read_all(broker, wanted, max_bytes: int, replica_id: int, version: int):
     throttled_bytes = 0
     failed = False
     answers = []
+    now_ms = replicas.clock_ms()
     for fetch in wanted:
         name = fetch.topic
         if replica_id >= 0 and name is not None:
             idle = replicas.read_idle_for_follower(
-                replica_id, name, fetch.partition, fetch.fetch_offset, fetch.current_leader_epoch
+                replica_id,
+                name,
+                fetch.partition,
+                fetch.fetch_offset,
+                fetch.current_leader_epoch,
+                now_ms,
             )
             if idle is not None:  # most of a follower's session: a few attribute checks
                 answers.append(fetch.answer_without_records(*idle))
