@@ -56,6 +56,11 @@ class ContinuousProducer:
     ):
         self.topic = topic
         self.acked: dict[int, dict[int, bytes]] = {p: {} for p in range(partitions)}
+        # An offset acknowledged for a second record: (partition, offset, the first
+        # record's value and acknowledgement time in ms, the second's), which
+        # assert_acknowledged_records_kept reports with what the log holds there.
+        self.acked_twice: list[tuple[int, int, bytes, int, bytes, int]] = []
+        self._acked_at: dict[tuple[int, int], int] = {}
         self.failed: list[str] = []
         self._summary: dict = {}
         self._started = threading.Event()
@@ -91,7 +96,7 @@ class ContinuousProducer:
             event = json.loads(line)
             name = event.get("name")
             if name == "producer_send_success":
-                self.acked[event["partition"]][event["offset"]] = event["value"].encode()
+                self._record_ack(event)
             elif name == "producer_send_error":
                 if self._stopping.is_set() and event["message"] == REFUSED_AT_CLOSE:
                     self._refused_at_close += 1
@@ -101,6 +106,16 @@ class ContinuousProducer:
                 self._started.set()
             elif name == "tool_data":
                 self._summary = event
+
+    def _record_ack(self, event: dict) -> None:
+        partition, offset = event["partition"], event["offset"]
+        value, at = event["value"].encode(), event["timestamp"]
+        earlier = self.acked[partition].get(offset)
+        if earlier is not None:
+            first_at = self._acked_at[(partition, offset)]
+            self.acked_twice.append((partition, offset, earlier, first_at, value, at))
+        self.acked[partition][offset] = value
+        self._acked_at[(partition, offset)] = at
 
     def count(self) -> int:
         return sum(len(a) for a in self.acked.values())
@@ -141,7 +156,8 @@ class ContinuousProducer:
         assert sent is not None, "the verifiable producer did not report its totals"
         left = sent - acked - len(self.failed) - self._refused_at_close
         assert left == 0, f"{left} records never acknowledged nor failed"
-        assert acked == self.count(), f"{acked} acknowledged, {self.count()} reported"
+        seen = self.count() + len(self.acked_twice)
+        assert acked == seen, f"{acked} acknowledged, {seen} reported"
 
 
 def assert_acknowledged_records_kept(
@@ -151,7 +167,16 @@ def assert_acknowledged_records_kept(
     there at its offset, no offset repeats and the producer's numbers stay in order."""
     assert not producer.failed, f"{producer.failed[:5]} {context}"
     acked = producer.acked
-    found = _read(bootstrap, producer.topic, {p: max(acked[p], default=-1) + 1 for p in acked})
+    found, epochs = _read(
+        bootstrap, producer.topic, {p: max(acked[p], default=-1) + 1 for p in acked}
+    )
+    twice = [
+        f"partition {p} offset {o}: {first!r} acknowledged at {first_at} ms and {second!r} at "
+        f"{second_at} ms; the log holds {dict(found[p]).get(o)!r} (leader epoch "
+        f"{epochs.get((p, o))})"
+        for p, o, first, first_at, second, second_at in producer.acked_twice
+    ]
+    assert not twice, f"offsets acknowledged twice {context}: {twice[:10]}"
     for partition, records in found.items():
         offsets = [offset for offset, _ in records]
         assert offsets == sorted(set(offsets)), f"partition {partition} repeats {context}"
@@ -164,17 +189,21 @@ def assert_acknowledged_records_kept(
         ), f"partition {partition} disordered {context}: {_first_disorder(records)}"
 
 
-def _read(bootstrap: str, topic: str, ends: dict[int, int]) -> dict[int, list]:
+def _read(bootstrap: str, topic: str, ends: dict[int, int]) -> tuple[dict[int, list], dict]:
+    """Each partition's (offset, value) pairs up to ``ends``, and the leader epoch that
+    wrote each record, by (partition, offset)."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in ends])
     found: dict[int, list] = {p: [] for p in ends}
+    epochs: dict[tuple[int, int], int | None] = {}
 
     def done() -> bool:
         for message in consumer.consume(1000, 0.5):
             if not message.error():
                 found[message.partition()].append((message.offset(), message.value()))
+                epochs[(message.partition(), message.offset())] = message.leader_epoch()
         short = {p: f"{len(found[p])} of {ends[p]}" for p in ends if len(found[p]) < ends[p]}
         assert not short, f"records read per partition short of the last acknowledged: {short}"
         return True
@@ -183,7 +212,7 @@ def _read(bootstrap: str, topic: str, ends: dict[int, int]) -> dict[int, list]:
         wait_until(done, "every acknowledged record consumed", timeout=90)
     finally:
         consumer.close()
-    return found
+    return found, epochs
 
 
 def _first_disorder(records: list[tuple[int, bytes]]) -> str:
