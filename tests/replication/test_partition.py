@@ -92,6 +92,48 @@ def test_a_follower_rejoins_at_the_high_watermark_even_while_writes_go_on(leader
     assert leader.expanded_isr(2) == [1, 3, 2]
 
 
+def test_a_follower_being_added_holds_the_high_watermark_until_zookeeper_answers(leader):
+    """ZooKeeper may list the follower in the ISR before the leader hears back; a
+    controller electing it then must find every record the leader acknowledged."""
+    append(leader, 10)
+    leader.record_follower_fetch(3, 10, 2000)
+    leader.apply_isr([1, 3], zk_version=1)
+    assert leader.maybe_advance_high_watermark() and leader.high_watermark == 10
+    leader.record_follower_fetch(2, 10, 2100)
+    leader.propose_isr(leader.expanded_isr(2))
+    assert leader.isr == [1, 3] and leader.maximal_isr == [1, 3, 2]
+    append(leader, 5)
+    leader.record_follower_fetch(3, 15, 2200)
+    assert not leader.maybe_advance_high_watermark()  # 2 has only 10 of 15
+    assert leader.high_watermark == 10
+    leader.record_follower_fetch(2, 15, 2300)
+    assert leader.maybe_advance_high_watermark() and leader.high_watermark == 15
+    leader.apply_isr([1, 3, 2], zk_version=2)
+    assert leader.proposed_isr is None and leader.maximal_isr == [1, 3, 2]
+
+
+def test_a_refused_isr_proposal_no_longer_holds_the_high_watermark(leader):
+    append(leader, 10)
+    leader.record_follower_fetch(3, 10, 2000)
+    leader.apply_isr([1, 3], zk_version=1)
+    leader.record_follower_fetch(2, 4, 2100)
+    leader.propose_isr([1, 3, 2])  # as if it had qualified
+    leader.maybe_advance_high_watermark()
+    assert leader.high_watermark == 4
+    leader.drop_isr_proposal()  # the controller changed the state meanwhile
+    assert leader.maximal_isr == [1, 3]
+    assert leader.maybe_advance_high_watermark() and leader.high_watermark == 10
+
+
+def test_a_shrink_in_flight_still_waits_for_the_follower_it_removes(leader):
+    append(leader, 10)
+    leader.record_follower_fetch(2, 10, 1100)
+    leader.record_follower_fetch(3, 6, 1100)
+    leader.propose_isr([1, 2])
+    assert leader.maximal_isr == [1, 2, 3]
+    assert leader.maybe_advance_high_watermark() and leader.high_watermark == 6
+
+
 def test_a_follower_rejoins_only_with_every_record_of_earlier_epochs(tmp_path):
     log = Log.open(tmp_path / "t-0")
     partition = Partition("t", 0, log, 2, 0, [1, 2], [2], broker_id=1)

@@ -11,7 +11,10 @@ epoch. The high watermark is the minimum log end offset over the ISR and never m
 back; a follower's is min(leader's high watermark, own log end offset).
 
 ISR changes are proposed here and applied by :meth:`apply_isr` once ZooKeeper accepted
-them (the replica manager writes them); until then the old ISR stands.
+them (the replica manager writes them); until then the old ISR stands, except that the
+high watermark already waits for a follower that is being added (Kafka's "maximal ISR",
+KIP-497): ZooKeeper may list it in the ISR before this broker hears back, and a
+controller that elects it from there must find every record acknowledged meanwhile.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ class Partition:
     controller_epoch: int = 0  # of the controller that last set the state
     high_watermark: int = 0
     followers: dict[int, FollowerState] = field(default_factory=dict)
-    isr_change_in_flight: bool = False
+    proposed_isr: list[int] | None = None  # being written to ZooKeeper; None: no change
     leader_epoch_start_offset: int = 0  # the log end offset when this broker became leader
 
     @property
@@ -75,7 +78,7 @@ class Partition:
         self.leader, self.leader_epoch = leader, leader_epoch
         self.replicas, self.isr, self.zk_version = list(replicas), list(isr), zk_version
         self.controller_epoch = controller_epoch
-        self.isr_change_in_flight = False
+        self.proposed_isr = None
         self.followers = {}
         if self.is_leader:
             # A follower rejoins only once it holds everything of earlier epochs.
@@ -90,7 +93,7 @@ class Partition:
         """StopReplica without delete: neither leader nor follower any more."""
         self.leader = NO_LEADER
         self.followers = {}
-        self.isr_change_in_flight = False
+        self.proposed_isr = None
 
     def check_leader_epoch(self, current_leader_epoch: int) -> ErrorCode:
         """Fence a client or follower whose metadata names another leader epoch than
@@ -164,14 +167,36 @@ class Partition:
         follower = self.followers.get(replica)
         return follower.last_caught_up_ms if follower else 0
 
+    @property
+    def isr_change_in_flight(self) -> bool:
+        return self.proposed_isr is not None
+
+    def propose_isr(self, isr: list[int]) -> None:
+        """An ISR change goes to ZooKeeper: no other is proposed until it is applied or
+        dropped, and a follower it adds counts for the high watermark from now on."""
+        self.proposed_isr = list(isr)
+
     def apply_isr(self, isr: list[int], zk_version: int) -> None:
         self.isr, self.zk_version = list(isr), zk_version
-        self.isr_change_in_flight = False
+        self.proposed_isr = None
+
+    def drop_isr_proposal(self) -> None:
+        """ZooKeeper refused the proposed ISR (the state changed meanwhile)."""
+        self.proposed_isr = None
+
+    @property
+    def maximal_isr(self) -> list[int]:
+        """The ISR with any follower that a change in flight adds: the replicas the
+        high watermark waits for. A follower that a change removes stays until the
+        change is applied, so it is the ISR's superset either way."""
+        if self.proposed_isr is None:  # the common case, on every append and fetch
+            return self.isr
+        return [*self.isr, *(r for r in self.proposed_isr if r not in self.isr)]
 
     def maybe_advance_high_watermark(self) -> bool:
-        """HW = min log end offset over the ISR; True when it moved."""
+        """HW = min log end offset over the maximal ISR; True when it moved."""
         new = self.log.log_end_offset
-        for replica in self.isr:
+        for replica in self.maximal_isr:
             if replica != self.broker_id:
                 follower = self.followers.get(replica)
                 if follower is None or follower.log_end_offset < 0:

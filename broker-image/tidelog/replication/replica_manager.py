@@ -429,7 +429,7 @@ class ReplicaManager:
     def _change_isr(self, partition: Partition, isr: list[int]) -> None:
         if self._isr_writer is None:
             return
-        partition.isr_change_in_flight = True
+        partition.propose_isr(isr)
         key = (partition.topic, partition.index)
         self._isr_changes[key] = (partition, isr, partition.leader_epoch)
         if self._isr_writes is None or self._isr_writes.done():
@@ -457,7 +457,7 @@ class ReplicaManager:
         if self.partitions.get(key) is not partition or partition.leader_epoch != epoch:
             return  # the controller changed the partition meanwhile
         if version is None:
-            partition.isr_change_in_flight = False
+            partition.drop_isr_proposal()
             return
         logger.info("%s-%d: ISR now %s", *key, isr)
         partition.apply_isr(isr, version)
