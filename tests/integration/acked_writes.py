@@ -163,8 +163,9 @@ class ContinuousProducer:
 def assert_acknowledged_records_kept(
     bootstrap: str, producer: ContinuousProducer, context: str = ""
 ) -> None:
-    """Read every partition to its last acknowledged offset: each acknowledged record is
-    there at its offset, no offset repeats and the producer's numbers stay in order."""
+    """Read every partition to its last acknowledged offset: no offset was acknowledged
+    for two records, each acknowledged record is there at its offset, no offset repeats
+    and the producer's numbers stay in order."""
     assert not producer.failed, f"{producer.failed[:5]} {context}"
     acked = producer.acked
     found, epochs = _read(
