@@ -134,12 +134,16 @@ def test_a_group_goes_on_through_deletions_and_a_recreation(cluster):
         wait_until(lambda: {t for t, _ in committed(admin)} == {"kept"}, "offsets dropped")
         admin.create_topics([NewTopic("reborn", 3, 2)])["reborn"].result(30)
         produce(bootstrap, "kept", [b"kept-after-%d" % i for i in range(10)])
-        reborn = [b"reborn-after-%d" % i for i in range(10)]
+        # Three times what the old topic held: wherever the group starts in the new one
+        # (below), some partition then holds records past that point.
+        reborn = [b"reborn-after-%d" % i for i in range(30)]
         produce(bootstrap, "reborn", reborn)
         consume_until({b"kept-after-%d" % i for i in range(10)})
         # The new topic is consumed too; from where depends on timing, with Kafka as
         # here: on the rebalance the recreation causes, librdkafka commits the
-        # positions it had in the old topic, which the new one then starts from.
+        # positions it had in the old topic, which the new one then starts from. With
+        # as many records as the old topic had, each partition could end exactly there
+        # (the records land on random partitions) and leave nothing to read.
         consume_until(set(reborn), any_of=True)
     finally:
         consumer.close()
