@@ -95,7 +95,8 @@ class ReplicaManager:
         self._num_fetchers = num_fetchers
         self._endpoint_of = endpoint_of
         self._isr_writer = isr_writer
-        self._isr_changes: dict[TopicPartition, tuple[Partition, list[int], int]] = {}
+        # The partitions with an ISR proposal to write, each with its leader epoch then.
+        self._isr_changes: dict[TopicPartition, tuple[Partition, int]] = {}
         self._isr_writes: asyncio.Task | None = None
         self.clock_ms = clock_ms  # the broker's wall clock, in ms (injected in tests)
         self._follower_quota = follower_quota  # for the fetchers (None: unthrottled)
@@ -431,7 +432,7 @@ class ReplicaManager:
             return
         partition.propose_isr(isr)
         key = (partition.topic, partition.index)
-        self._isr_changes[key] = (partition, isr, partition.leader_epoch)
+        self._isr_changes[key] = (partition, partition.leader_epoch)
         if self._isr_writes is None or self._isr_writes.done():
             self._isr_writes = asyncio.get_running_loop().create_task(self._write_isrs())
 
@@ -440,27 +441,39 @@ class ReplicaManager:
         made while a write is out go in the next one (a broker that catches up on a
         thousand partitions makes a few writes, not a thousand)."""
         while self._isr_changes:
-            changes = list(self._isr_changes.values())
+            changes = [c for c in self._isr_changes.values() if self._proposal_stands(*c)]
             self._isr_changes = {}
+            if not changes:
+                continue
             try:
-                versions = await self._isr_writer([(p, isr) for p, isr, _ in changes])
+                versions = await self._isr_writer([(p, p.proposed_isr) for p, _ in changes])
             except Exception:
                 logger.exception("writing the ISRs of %d partitions failed", len(changes))
                 versions = [None] * len(changes)
-            for (partition, isr, epoch), version in zip(changes, versions, strict=True):
-                self._isr_written(partition, isr, epoch, version)
+            for (partition, epoch), version in zip(changes, versions, strict=True):
+                if self._proposal_stands(partition, epoch):
+                    self._isr_written(partition, version)
 
-    def _isr_written(
-        self, partition: Partition, isr: list[int], epoch: int, version: int | None
-    ) -> None:
+    def _proposal_stands(self, partition: Partition, epoch: int) -> bool:
+        """Whether the partition's ISR proposal made at ``epoch`` is still to be written
+        or applied: no LeaderAndIsr or StopReplica came since."""
         key = (partition.topic, partition.index)
-        if self.partitions.get(key) is not partition or partition.leader_epoch != epoch:
-            return  # the controller changed the partition meanwhile
+        return (
+            self.partitions.get(key) is partition
+            and partition.leader_epoch == epoch
+            and partition.proposed_isr is not None
+        )
+
+    def _isr_written(self, partition: Partition, version: int | None) -> None:
+        """ZooKeeper's answer to the partition's proposal: its new version, or None when
+        not written. Either way the high watermark may move (a follower being added no
+        longer holds it once its proposal is dropped)."""
+        key = (partition.topic, partition.index)
         if version is None:
             partition.drop_isr_proposal()
-            return
-        logger.info("%s-%d: ISR now %s", *key, isr)
-        partition.apply_isr(isr, version)
+        else:
+            logger.info("%s-%d: ISR now %s", *key, partition.proposed_isr)
+            partition.apply_isr(partition.proposed_isr, version)
         partition.maybe_advance_high_watermark()
         self.purgatory.notify(key)  # acks=all waiters re-check, min.insync.replicas too
 
