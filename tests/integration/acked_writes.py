@@ -19,6 +19,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+from typing import NamedTuple
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -45,6 +46,13 @@ SHUTDOWN_TIMEOUT_S = 150  # delivery.timeout.ms, and the JVM's own exit
 REFUSED_AT_CLOSE = "Producer closed while send in progress"
 
 
+class Ack(NamedTuple):
+    """One acknowledged record: its value and when the producer learnt of it (ms)."""
+
+    value: bytes
+    at_ms: int
+
+
 class ContinuousProducer:
     """Writes increasing numbers round-robin over the partitions until stopped, about
     ``per_second`` records a second (fewer for a test that waits on something slow, so
@@ -55,12 +63,11 @@ class ContinuousProducer:
         self, bootstrap: str, topic: str, partitions: int, per_second: int = DEFAULT_PER_SECOND
     ):
         self.topic = topic
-        self.acked: dict[int, dict[int, bytes]] = {p: {} for p in range(partitions)}
+        self.acked: dict[int, dict[int, Ack]] = {p: {} for p in range(partitions)}
         # An offset acknowledged for a second record: (partition, offset, the first
-        # record's value and acknowledgement time in ms, the second's), which
-        # assert_acknowledged_records_kept reports with what the log holds there.
-        self.acked_twice: list[tuple[int, int, bytes, int, bytes, int]] = []
-        self._acked_at: dict[tuple[int, int], int] = {}
+        # record's Ack, the second's), which assert_acknowledged_records_kept reports
+        # with what the log holds there.
+        self.acked_twice: list[tuple[int, int, Ack, Ack]] = []
         self.failed: list[str] = []
         self._summary: dict = {}
         self._started = threading.Event()
@@ -109,13 +116,11 @@ class ContinuousProducer:
 
     def _record_ack(self, event: dict) -> None:
         partition, offset = event["partition"], event["offset"]
-        value, at = event["value"].encode(), event["timestamp"]
+        ack = Ack(event["value"].encode(), event["timestamp"])
         earlier = self.acked[partition].get(offset)
         if earlier is not None:
-            first_at = self._acked_at[(partition, offset)]
-            self.acked_twice.append((partition, offset, earlier, first_at, value, at))
-        self.acked[partition][offset] = value
-        self._acked_at[(partition, offset)] = at
+            self.acked_twice.append((partition, offset, earlier, ack))
+        self.acked[partition][offset] = ack
 
     def count(self) -> int:
         return sum(len(a) for a in self.acked.values())
@@ -169,20 +174,24 @@ def assert_acknowledged_records_kept(
     assert not producer.failed, f"{producer.failed[:5]} {context}"
     acked = producer.acked
     found, epochs = _read(
-        bootstrap, producer.topic, {p: max(acked[p], default=-1) + 1 for p in acked}
+        bootstrap,
+        producer.topic,
+        {p: max(acked[p], default=-1) + 1 for p in acked},
+        epochs_of={(p, o) for p, o, _, _ in producer.acked_twice},
     )
+    logs = {p: dict(records) for p, records in found.items()}
     twice = [
-        f"partition {p} offset {o}: {first!r} acknowledged at {first_at} ms and {second!r} at "
-        f"{second_at} ms; the log holds {dict(found[p]).get(o)!r} (leader epoch "
-        f"{epochs.get((p, o))})"
-        for p, o, first, first_at, second, second_at in producer.acked_twice
+        f"partition {p} offset {o}: {first.value!r} acknowledged at {first.at_ms} ms and "
+        f"{second.value!r} at {second.at_ms} ms; the log holds {logs[p].get(o)!r} (leader "
+        f"epoch {epochs.get((p, o))})"
+        for p, o, first, second in producer.acked_twice
     ]
     assert not twice, f"offsets acknowledged twice {context}: {twice[:10]}"
     for partition, records in found.items():
         offsets = [offset for offset, _ in records]
         assert offsets == sorted(set(offsets)), f"partition {partition} repeats {context}"
-        log = dict(records)
-        lost = {o: v for o, v in acked[partition].items() if log.get(o) != v}
+        log = logs[partition]
+        lost = {o: a.value for o, a in acked[partition].items() if log.get(o) != a.value}
         assert not lost, f"partition {partition} lost {len(lost)} acked records {context}"
         numbers = [int(value) for _, value in records]
         assert numbers == sorted(
@@ -190,9 +199,11 @@ def assert_acknowledged_records_kept(
         ), f"partition {partition} disordered {context}: {_first_disorder(records)}"
 
 
-def _read(bootstrap: str, topic: str, ends: dict[int, int]) -> tuple[dict[int, list], dict]:
+def _read(
+    bootstrap: str, topic: str, ends: dict[int, int], epochs_of: set[tuple[int, int]]
+) -> tuple[dict[int, list], dict]:
     """Each partition's (offset, value) pairs up to ``ends``, and the leader epoch that
-    wrote each record, by (partition, offset)."""
+    wrote the record at each (partition, offset) of ``epochs_of``."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
     )
@@ -203,8 +214,10 @@ def _read(bootstrap: str, topic: str, ends: dict[int, int]) -> tuple[dict[int, l
     def done() -> bool:
         for message in consumer.consume(1000, 0.5):
             if not message.error():
-                found[message.partition()].append((message.offset(), message.value()))
-                epochs[(message.partition(), message.offset())] = message.leader_epoch()
+                partition, offset = message.partition(), message.offset()
+                found[partition].append((offset, message.value()))
+                if (partition, offset) in epochs_of:
+                    epochs[(partition, offset)] = message.leader_epoch()
         short = {p: f"{len(found[p])} of {ends[p]}" for p in ends if len(found[p]) < ends[p]}
         assert not short, f"records read per partition short of the last acknowledged: {short}"
         return True
