@@ -159,11 +159,14 @@ protocol-messages: kafka-libs
 run: setup
 	$(BIN)/tidelog-demo
 
-# The whole suite: the Go tools' tests, then pytest over tests/ and e2e/ (the kind
-# cluster last). The slowest tests' times close the report, to keep the suite's time
-# in view.
+# The whole suite: the Go tools' tests, then pytest over tests/ and e2e/ in
+# TEST_WORKERS pytest-xdist workers (conftest.py: the kind cluster's tests run as one
+# unit, first, beside the others). The slowest tests' times close the report, to keep
+# the suite's time in view.
+TEST_WORKERS ?= 2
 test: setup kafka-libs k8s-tools images kind-node-image go-test
-	$(BIN)/pytest --durations=25
+	$(BIN)/pytest --numprocesses $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
+	    --durations=25
 
 # The kind end-to-end tests alone (e2e/conftest.py: E2E_KEEP=1 keeps the cluster).
 e2e: setup k8s-tools images kind-node-image
