@@ -23,5 +23,5 @@ def _group(item: pytest.Item) -> str:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         item.add_marker(pytest.mark.xdist_group(_group(item)))
-    if config.getoption("dist", "no") != "no":
+    if hasattr(config, "workerinput"):  # collected by an xdist worker
         items.sort(key=lambda item: _group(item) != E2E_GROUP)  # stable: e2e first
