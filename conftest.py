@@ -17,9 +17,12 @@ E2E_GROUP = "e2e"
 
 
 def _group(item: pytest.Item) -> str:
-    return E2E_GROUP if item.path.is_relative_to(E2E) else item.nodeid.partition("::")[0]
+    """The test's unit of work. Modules go by file name, which xdist appends to each test's
+    id: two modules of one name in two directories are one unit, a larger one."""
+    return E2E_GROUP if item.path.is_relative_to(E2E) else item.path.stem
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         item.add_marker(pytest.mark.xdist_group(_group(item)))

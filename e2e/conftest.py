@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -166,6 +167,9 @@ class Progress:
     def __init__(self, config: pytest.Config):
         self.reporter = config.pluginmanager.get_plugin("terminalreporter")
         self.capture = config.pluginmanager.get_plugin("capturemanager")
+        # An xdist worker's (``make test``) reporter writes nowhere; its stderr is the
+        # terminal's.
+        self.in_worker = hasattr(config, "workerinput")
         self.started = time.monotonic()
 
     def begin(self) -> None:
@@ -174,10 +178,14 @@ class Progress:
 
     def done(self, what: str) -> None:
         now = time.monotonic()
+        line = f"e2e: {what} ({now - self.started:.1f} s)"
         if self.reporter is not None and self.capture is not None:
             # Output is captured while fixtures run; this line is for the terminal.
             with self.capture.global_and_fixture_disabled():
-                self.reporter.write_line(f"e2e: {what} ({now - self.started:.1f} s)")
+                if self.in_worker:
+                    print(f"\n{line}", file=sys.stderr, flush=True)
+                else:
+                    self.reporter.write_line(line)
         self.started = now
 
 
