@@ -198,6 +198,11 @@ def test_a_spark_pipeline_runs_as_a_consumer_group_restarts_and_replays(deployme
         deployment.kubectl("delete", "pod", pipeline.application()["driverPod"])
         deployment.wait_for(lambda: pipeline.running(2), "the application running again", 300)
         assert pipeline.application()["restarts"] == 1
+        # Running is the driver's pod; the pipeline says where it starts once its Spark
+        # session is up, tens of seconds later on a busy node.
+        deployment.wait_for(
+            lambda: "starting from" in pipeline.driver_log(2), "the driver says where it starts"
+        )
         assert "starting from the checkpoint" in pipeline.driver_log(2)
         second_start = TICKS_START_MS + TICKS_COUNT * TICKS_SPACING_MS
         second = known_ticks(8, second_start, TICKS_COUNT, TICKS_SPACING_MS)

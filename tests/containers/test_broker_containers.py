@@ -57,11 +57,17 @@ def partitions(cluster: DockerCluster, topic: str) -> dict[int, tuple[int, list[
 
 
 def create_topic(cluster: DockerCluster, topic: str, count: int) -> None:
+    """Create the topic and wait until Metadata shows each of its partitions with every
+    broker in its ISR (a new topic can first come back with no partitions at all)."""
     admin(cluster).create_topic(topic, count, 3, {"min.insync.replicas": "2"})
-    wait_until(
-        lambda: all(isr == BROKERS for _, isr in partitions(cluster, topic).values()),
-        f"{topic} fully replicated",
-    )
+
+    def replicated() -> bool:
+        found = partitions(cluster, topic)
+        return found.keys() == set(range(count)) and all(
+            isr == BROKERS for _, isr in found.values()
+        )
+
+    wait_until(replicated, f"{topic} fully replicated")
 
 
 def test_clients_produce_and_consume_through_the_published_ports(cluster: DockerCluster) -> None:

@@ -137,7 +137,16 @@ def bars_in_topic(bootstrap: str, topic: str) -> list[tuple[str, dict]]:
     return records
 
 
-def bars_in_parquet(spark, directory: Path) -> dict[str, dict]:
+def bars_in_parquet(spark, directory: Path, count: int) -> dict[str, dict]:
+    """The bars of the Parquet output once it holds ``count`` rows: a batch goes to the
+    bars topic first, then to Parquet, so :func:`caught_up` can return in between."""
+
+    def rows_written() -> int:
+        if not any(directory.glob("date=*/*.parquet")):
+            return 0
+        return spark.read.parquet(str(directory)).count()
+
+    wait_until(lambda: rows_written() >= count, f"{count} bars in Parquet", 120)
     rows = spark.read.parquet(str(directory)).select(
         "symbol",
         F.date_format("start", MINUTE_FORMAT).alias("start"),
@@ -184,7 +193,7 @@ def test_bars_are_right_resume_after_kill_9_and_are_recomputed_after_a_reset(
     caught_up(bootstrap, pipeline, names, bars=len(expected))
     assert_no_lag_in_the_tools(bootstrap, names["group"])
     assert dict(bars_in_topic(bootstrap, names["bars"])) == expected
-    assert bars_in_parquet(spark, tmp_path / "state" / "bars") == expected
+    assert bars_in_parquet(spark, tmp_path / "state" / "bars", len(expected)) == expected
 
     # kill -9 and more ticks: the restarted job goes on from its checkpoint, so no bar
     # is written twice (a start from the group's offsets would not know the open window)
@@ -199,7 +208,7 @@ def test_bars_are_right_resume_after_kill_9_and_are_recomputed_after_a_reset(
     written = bars_in_topic(bootstrap, names["bars"])
     assert len(written) == len(dict(written)), "a bar written twice"
     assert dict(written) == expected
-    assert bars_in_parquet(spark, tmp_path / "state" / "bars") == expected
+    assert bars_in_parquet(spark, tmp_path / "state" / "bars", len(expected)) == expected
     assert pipeline.stop() == 0
 
     # a reset to earliest while the job is stopped: the job notices it, sets the old
@@ -222,7 +231,7 @@ def test_bars_are_right_resume_after_kill_9_and_are_recomputed_after_a_reset(
     assert re.search(r"was reset: the old checkpoint is in \S+before-reset-", pipeline.output())
     (archive,) = (tmp_path / "state").glob("before-reset-*")
     assert {p.name for p in archive.iterdir()} == {"checkpoint", "bars"}
-    assert bars_in_parquet(spark, tmp_path / "state" / "bars") == expected
+    assert bars_in_parquet(spark, tmp_path / "state" / "bars", len(expected)) == expected
     written = bars_in_topic(bootstrap, names["bars"])
     assert len(written) == 2 * len(expected)  # every bar again (compaction drops the old)
     assert dict(written) == expected
