@@ -1,4 +1,4 @@
-"""How the suite is shared between pytest-xdist's workers (``make test`` runs two).
+"""How the suite is shared between pytest-xdist's workers (``make test TEST_WORKERS=N``).
 
 Each test module is one unit of work (an ``xdist_group``), so that a module's fixtures
 start once. The e2e tests are a single unit, since they share one kind cluster, and
