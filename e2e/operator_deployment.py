@@ -165,12 +165,14 @@ class OperatorDeployment:
         once its first record is acknowledged: what the test then breaks meets a producer
         that has found the cluster, not one still bootstrapping."""
         process = self.client_started("produce", *args)
-        said = process.stderr.readline().strip()
-        if said != "producing":
-            process.kill()
-            _, err = process.communicate()
-            raise ClusterError(f"the producer did not start: {said}\n{err}")
-        return process
+        said = []  # kafka-python's warnings (a broker not reachable yet) may come first
+        for line in process.stderr:
+            if line.strip() == "producing":
+                return process
+            said.append(line)
+        process.kill()
+        _, err = process.communicate()
+        raise ClusterError(f"the producer did not start: {''.join(said)}{err}")
 
     @staticmethod
     def client_result(process: subprocess.Popen, timeout: float = 600) -> dict:
