@@ -79,12 +79,14 @@ class BrokerSender:
         *,
         client_id: str,
         request_timeout_s: float,
+        connect_timeout_s: float,
         report_offline: OfflineReplicasReport,
     ):
         self.registration = registration
         self._address = address
         self._client_id = client_id
         self._timeout = request_timeout_s
+        self._connect_timeout = connect_timeout_s
         self._report_offline = report_offline
         self._queue: asyncio.Queue[tuple[ApiKey, int, object]] = asyncio.Queue()
         self._connection: AsyncBrokerConnection | None = None
@@ -135,10 +137,7 @@ class BrokerSender:
                 # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation.
                 async with asyncio.timeout(self._timeout):
                     if self._connection is None:
-                        host, port = self._address
-                        self._connection = await AsyncBrokerConnection.open(
-                            host, port, client_id=self._client_id
-                        )
+                        self._connection = await self._connect()
                     return await self._connection.request(api_key, version, body)
             except CONNECTION_ERRORS as error:
                 log = logger.warning if backoff == INITIAL_BACKOFF_S else logger.debug
@@ -152,6 +151,14 @@ class BrokerSender:
                 self._disconnect()
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    async def _connect(self) -> AsyncBrokerConnection:
+        """A new connection, given up after the connect timeout: a restarted broker's
+        name may still resolve to its old pod's address for a moment, where a connect
+        hangs rather than fails, and retrying then finds the new one."""
+        host, port = self._address
+        async with asyncio.timeout(self._connect_timeout):
+            return await AsyncBrokerConnection.open(host, port, client_id=self._client_id)
 
     def _disconnect(self) -> None:
         connection, self._connection = self._connection, None
@@ -181,12 +188,14 @@ class ControllerChannel:
         listener: str | None = None,
         *,
         request_timeout_ms: int = 30000,
+        connect_timeout_ms: int = 10000,
     ):
         self.local_id = local_id
         self.local = local
         self.listener = listener
         self.brokers: dict[int, BrokerRegistration] = {}
         self.request_timeout_s = request_timeout_ms / 1000
+        self.connect_timeout_s = connect_timeout_ms / 1000
         self._senders: dict[int, BrokerSender] = {}
         self._report_offline: OfflineReplicasReport = lambda broker, partitions: None
 
@@ -217,6 +226,7 @@ class ControllerChannel:
                 address,
                 client_id=f"controller-{self.local_id}",
                 request_timeout_s=self.request_timeout_s,
+                connect_timeout_s=self.connect_timeout_s,
                 report_offline=lambda broker, partitions: self._report_offline(broker, partitions),
             )
         self.brokers = dict(brokers)

@@ -206,7 +206,13 @@ class Broker:
         self.controller = Controller(
             self.broker_id,
             self.zk,
-            ControllerChannel(self.broker_id, self, config["inter.broker.listener.name"]),
+            ControllerChannel(
+                self.broker_id,
+                self,
+                config["inter.broker.listener.name"],
+                request_timeout_ms=config["controller.socket.timeout.ms"],
+                connect_timeout_ms=config["socket.connection.setup.timeout.ms"],
+            ),
             unclean_leader_election=lambda: self.config["unclean.leader.election.enable"],
         )
         self.controller.start()

@@ -135,6 +135,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = _keys(
     ConfigKey("socket.request.max.bytes", "int", 104857600),
     ConfigKey("socket.send.buffer.bytes", "int", 102400),
     ConfigKey("socket.receive.buffer.bytes", "int", 102400),
+    ConfigKey("socket.connection.setup.timeout.ms", "long", 10000),
     ConfigKey("connections.max.idle.ms", "long", 600000),
     ConfigKey("num.network.threads", "int", 3, _C),
     ConfigKey("num.io.threads", "int", 8, _C),
