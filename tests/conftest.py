@@ -1,5 +1,6 @@
 """Session-wide fixtures: one real ZooKeeper server shared by the whole test session,
-and one real Kubernetes control plane for the tests that ask for it.
+and one real Kubernetes control plane for the tests that ask for it; and an address where
+a TCP connect hangs.
 
 Tests isolate themselves with ``zk_chroot`` (a chroot of their own on that server), not
 with a server each. Never stop or restart the shared server in a test: a test that needs
@@ -8,6 +9,7 @@ that runs its own :class:`~tidelog.zookeeper.ZooKeeperServer`.
 
 from __future__ import annotations
 
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +21,22 @@ from kubernetes import client
 
 from kubeapi.control_plane import ControlPlane
 from tidelog.zookeeper import ZooKeeperServer
+
+
+@pytest.fixture
+def hanging_address() -> Iterator[tuple[str, int]]:
+    """A listening socket whose accept queue is full: the kernel drops a new connect's
+    SYN, so the connect hangs, as one to a restarted pod's old address does."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    queued = [socket.socket() for _ in range(2)]
+    for client_socket in queued:
+        client_socket.setblocking(False)
+        client_socket.connect_ex(listener.getsockname())
+    yield listener.getsockname()
+    for sock in (listener, *queued):
+        sock.close()
 
 
 @pytest.fixture(scope="session")

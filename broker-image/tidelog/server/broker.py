@@ -169,6 +169,7 @@ class Broker:
                 response_max_bytes=config["replica.fetch.response.max.bytes"],
                 backoff_ms=config["replica.fetch.backoff.ms"],
                 socket_timeout_ms=config["replica.socket.timeout.ms"],
+                connect_timeout_ms=config["socket.connection.setup.timeout.ms"],
             ),
             num_fetchers=config["num.replica.fetchers"],
             endpoint_of=self._inter_broker_endpoint,
