@@ -126,6 +126,11 @@ def zookeeper_statefulset(spec: ClusterSpec, image: str) -> dict[str, Any] | Non
                                     ]
                                 },
                                 "periodSeconds": 5,
+                                # the check is a Python process: Kubernetes' default of
+                                # a second is not enough on a busy node, and servers
+                                # flapping NotReady turn the Cluster not Ready
+                                # (ZooKeeperNotReady) while the ensemble serves
+                                "timeoutSeconds": 5,
                             },
                             "volumeMounts": [{"name": "data", "mountPath": DATA_DIR}],
                         }
