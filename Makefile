@@ -131,9 +131,11 @@ k8s-tools:
 	    tools/k8s/build.sh "$${build%%-*}" "$${build#*-}" $(K8S_TOOLS) || exit 1; \
 	done
 
-# `eval "$(make -s k8s-env)"` puts the cached tools on a shell's PATH.
+# `eval "$(make -s k8s-env)"` puts the cached tools on a shell's PATH, and tells the
+# tests run outside make where they are.
 k8s-env: k8s-tools
 	@echo 'export PATH="$(TIDELOG_K8S_PATH):$$PATH"'
+	@echo 'export TIDELOG_K8S_PATH="$(TIDELOG_K8S_PATH)"'
 
 # The broker, operator and Spark images: starts a Docker engine if none answers (Debian's
 # docker.io, as root), then builds broker-image/Dockerfile, operator/Dockerfile and
