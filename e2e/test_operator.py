@@ -74,6 +74,16 @@ def test_the_cluster_is_ready_with_each_brokers_volumes_on_its_node(deployment):
     assert "cluster.tidelog.dev/events" in table and "topic.tidelog.dev/orders" in table
 
 
+def test_the_operator_is_refused_nothing_it_asks_for(deployment):
+    """The chart's RBAC covers what the operator does, kopf's own watches included: the
+    API server refuses with 403 Forbidden, and kopf logs each refusal."""
+    log = deployment.kubectl(
+        "logs", "--namespace", deployment.operator_namespace, "deployment/tidelog-tidelog-operator"
+    )
+    refused = [line for line in log.splitlines() if "Forbidden" in line]
+    assert not refused, "\n".join(refused[:5])
+
+
 def test_clients_lose_nothing_on_the_example_topic(deployment):
     deployment.wait_for_reason("topic/orders", "Ready", "Synced", "the orders topic synced")
     produced = deployment.client(

@@ -80,6 +80,7 @@ def test_rbac_follows_watch_namespaces():
     assert {r["resources"][0]: r["verbs"] for r in scoped} == {
         "persistentvolumes": ["get", "list", "create", "patch", "delete"],
         "nodes": ["list"],
+        "customresourcedefinitions": ["list", "watch"],
         "clusterrolebindings": ["get", "create", "patch", "delete"],
         "clusterroles": ["bind"],
     }
