@@ -1,7 +1,8 @@
 """The scaler against real brokers (ids from 0, as the operator's pod ordinals), driven
 pass after pass as the operator's timer drives it, while an idempotent acks=all producer
 writes to a ``min.insync.replicas=2`` topic: a scale-up spreads the replicas onto the new
-broker under a throttle that goes when done, a scale-down drains the leaving broker
+broker under a throttle that goes when done (also when its start goes unanswered, with or
+without effect), a scale-down drains the leaving broker
 before the StatefulSet shrinks, a scale-down below the replication factor moves
 nothing, a requested replica rebalance evens out a skewed topic, preferred leaders come
 back on schedule or when asked, the replicas of a failed log dir are copied to another
@@ -83,6 +84,22 @@ class Driver:
             time.sleep(0.3)
 
 
+class LostOnTheWay:
+    """The admin client, but the reassignment request is lost: before the controller gets
+    it (``arrives=False``), or after, with its answer lost (a timeout either way)."""
+
+    def __init__(self, admin: AdminClient, arrives: bool):
+        self._admin, self._arrives = admin, arrives
+
+    def __getattr__(self, name: str):
+        return getattr(self._admin, name)
+
+    def alter_partition_reassignments(self, moves):
+        if self._arrives:
+            self._admin.alter_partition_reassignments(moves)
+        raise TimeoutError("no answer")
+
+
 def replica_counts(admin: AdminClient) -> Counter:
     state = admin.cluster_state([TOPIC])
     return Counter(b for replicas in state.assignment.values() for b in replicas)
@@ -117,8 +134,18 @@ def test_scale_up_spreads_scale_down_drains_and_too_far_down_is_refused(tmp_path
         with ContinuousProducer(cluster.bootstrap, TOPIC, PARTITIONS) as producer:
             producer.wait_for_more(20_000, "records before the scale-up")
 
-            # 3 → 4: the StatefulSet has grown, broker 3 registered; replicas spread.
+            # 3 → 4: the StatefulSet has grown, broker 3 registered. The first try's
+            # request never reaches the controller: recorded and throttled all the same,
+            # then finished with the throttles cleared, nothing spread, and tried again.
             driver.running = 4
+            admin = driver.admin
+            driver.admin = LostOnTheWay(admin, arrives=False)
+            assert driver.step(4).decision.action == "add-brokers"
+            driver.admin = admin
+            assert driver.status["rebalance"]["state"] == "Running" and throttles_set(admin)
+            assert driver.step(4).decision.action == "finish"
+            assert not throttles_set(admin) and driver.status["spreadBrokers"] == 3
+            # replicas spread
             assert driver.step(4).decision.action == "add-brokers"
             move = driver.status["rebalance"]
             assert move["state"] == "Running" and move["partitions"] > 0 and move["bytes"] > 0
@@ -139,10 +166,17 @@ def test_scale_up_spreads_scale_down_drains_and_too_far_down_is_refused(tmp_path
             assert not throttles_set(driver.admin), "the throttle outlived the move"
             producer.wait_for_more(2_000, "records after the scale-up")
 
-            # 4 → 3: broker 3 is drained first, then the StatefulSet shrinks.
+            # 4 → 3: broker 3 is drained first, then the StatefulSet shrinks. The start's
+            # answer is lost: the move is ours all the same, finished and recorded.
             driver.actions.clear()
+            driver.admin = LostOnTheWay(admin, arrives=True)
+            assert driver.step(3).decision.action == "remove-brokers"
+            driver.admin = admin
             driver.until(3, "shrink")
-            assert driver.actions[0] == "remove-brokers" and "finish" in driver.actions
+            assert "finish" in driver.actions
+            move = driver.status["rebalance"]
+            assert (move["operation"], move["state"]) == ("RemoveBrokers", "Done"), move
+            assert not throttles_set(admin), "the throttle outlived the move"
             assert driver.shrunk == [3] and driver.status["spreadBrokers"] == 3
             assert 3 not in replica_counts(driver.admin)
             producer.wait_for_more(2_000, "records after the scale-down")

@@ -28,7 +28,7 @@ from typing import Any
 
 from kubernetes import client
 
-from tidelog.admin import AdminClient
+from tidelog.admin import AdminClient, AdminError
 from tidelog.admin.groups import TopicPartition
 from tidelog.admin.moves import BROKER_THROTTLE_RATES, FOLLOWER_REPLICAS, LEADER_REPLICAS
 from tidelog.admin.planner import (
@@ -41,6 +41,7 @@ from tidelog.admin.planner import (
 )
 from tidelog.admin.topics import ElectionType
 from tidelog.cli.reassignment_file import throttled_replicas
+from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import kube, names
 from tidelog_operator.cluster.balance import election_due, replicas_of, spread
 from tidelog_operator.cluster.scaling import ScaleDecision, ScaleObservation, decide_scale
@@ -192,7 +193,10 @@ def scale_once(
             finishedAt=stamp,
         )
         updates: dict[str, Any] = {MOVE: move}
-        if move.get("operation") == "AddBrokers":
+        added = set(move.get("brokers", []))
+        if move.get("operation") == "AddBrokers" and any(
+            added.intersection(replicas) for replicas in state.assignment.values()
+        ):  # not when the move never started: the next pass spreads again
             updates[SPREAD] = running
         return ScaleStep(decision, updates)
     if action in ("refuse", "refuse-drain"):
@@ -243,7 +247,14 @@ def _move(
         if handled:
             updates[MOVE] = record
         return ScaleStep(ScaleDecision("done"), updates, handled=handled)
-    _start(admin, plan, state.brokers, throttle)
+    try:
+        _start(admin, plan, state.brokers, throttle)
+    except (AdminError, OSError, ProtocolError) as error:
+        # The throttles, the reassignment or both may be in place with the answer lost.
+        # Recorded as ours all the same: the next passes wait for what runs, then finish
+        # (the throttles go either way); a move that never started is planned again.
+        logger.warning("%s %s: the start is unconfirmed: %s", action, decision.brokers, error)
+        return ScaleStep(decision, {MOVE: record})
     return ScaleStep(decision, {MOVE: record}, handled=handled)
 
 
