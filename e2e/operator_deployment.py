@@ -130,10 +130,12 @@ class OperatorDeployment:
         )
         return self.condition(kind_name, type_)
 
-    def _client_command(self, command: str, *args: str) -> list[str]:
-        """kubectl exec of an e2e client command in the toolbox pod against the Cluster."""
+    def _client_command(self, command: str, *args: str, stdin: bool = False) -> list[str]:
+        """kubectl exec of an e2e client command in the toolbox pod against the Cluster
+        (``stdin``: ours is passed on)."""
         return [
             "exec",
+            *(["--stdin"] if stdin else []),
             "toolbox",
             "--",
             *_CLIENT,
@@ -143,9 +145,11 @@ class OperatorDeployment:
             *args,
         ]
 
-    def client_started(self, command: str, *args: str) -> subprocess.Popen:
-        """An e2e client command running while the test goes on; its result with
-        :meth:`client_result`."""
+    def producer_started(self, *args: str) -> subprocess.Popen:
+        """A steady ``produce`` (``--per-second``) running while the test goes on, returned
+        once its first record is acknowledged: what the test then breaks meets a producer
+        that has found the cluster, not one still bootstrapping. It stops at its
+        ``--count`` or at :meth:`producer_stopped`, whichever comes first."""
         kubectl = [
             self.cluster.kubectl_path,
             "--kubeconfig",
@@ -153,18 +157,14 @@ class OperatorDeployment:
             "--namespace",
             self.namespace,
         ]
-        return subprocess.Popen(
-            [*kubectl, *self._client_command(command, *args)],
+        command = self._client_command("produce", *args, "--until-stdin-closes", stdin=True)
+        process = subprocess.Popen(
+            [*kubectl, *command],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-
-    def producer_started(self, *args: str) -> subprocess.Popen:
-        """A steady ``produce`` (``--per-second``) running while the test goes on, returned
-        once its first record is acknowledged: what the test then breaks meets a producer
-        that has found the cluster, not one still bootstrapping."""
-        process = self.client_started("produce", *args)
         said = []  # kafka-python's warnings (a broker not reachable yet) may come first
         for line in process.stderr:
             if line.strip() == "producing":
@@ -173,6 +173,11 @@ class OperatorDeployment:
         process.kill()
         _, err = process.communicate()
         raise ClusterError(f"the producer did not start: {''.join(said)}{err}")
+
+    def producer_stopped(self, process: subprocess.Popen) -> dict:
+        """Stop a producer from :meth:`producer_started` (``communicate`` closes its
+        stdin); its result once every record it sent is acknowledged or failed."""
+        return self.client_result(process)
 
     @staticmethod
     def client_result(process: subprocess.Popen, timeout: float = 600) -> dict:

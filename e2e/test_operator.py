@@ -45,6 +45,7 @@ def deployment(kind_cluster: KindCluster, pytestconfig) -> Iterator[OperatorDepl
 # The example Cluster's disks, and the log dir of volume <n>: f"{DATA}-<n>".
 DISKS = ["/mnt/disks/0", "/mnt/disks/1"]
 DATA = "/var/lib/tidelog/data"
+STEADY_PRODUCER_MAX = 15 * 600  # records: a steady producer stops after 10 minutes anyway
 
 
 def broker_pods(deployment: OperatorDeployment) -> dict[str, dict]:
@@ -279,7 +280,7 @@ def test_a_config_change_and_a_new_disk_roll_every_broker_while_a_producer_runs(
     added at the same time (``/mnt/disks/2``, volume 2) needs the StatefulSet made anew
     (claim templates are immutable); its pods run on until the roll restarts them with
     the new log dir, where a new topic's replicas then go first (the fewest partitions)."""
-    producer = _steady_producer(deployment, 3000, "roll")
+    producer = _steady_producer(deployment, "roll")
     before = _update_revision(deployment)
     patch = {
         "spec": {
@@ -305,12 +306,7 @@ def test_a_config_change_and_a_new_disk_roll_every_broker_while_a_producer_runs(
     _topics_tool(deployment, "--create", "--topic", "fresh", "--partitions", "3")
     placed = _placement(deployment, "fresh", lambda dirs: True)
     assert placed == {(b, f"{DATA}-2") for b in (0, 1, 2)}, placed
-    produced = deployment.client_result(producer)
-    assert produced == {"acknowledged": 3000, "failures": []}, produced
-    consumed = deployment.client(
-        "consume", "--topic", "orders", "--expect", "3000", "--prefix", "roll"
-    )
-    _assert_once_in_order(consumed)
+    _nothing_lost(deployment, producer, "roll")
     events = deployment.kubectl(
         "get",
         "events",
@@ -336,7 +332,7 @@ def test_a_removed_disk_is_drained_before_the_brokers_restart_without_it(deploym
     the roll restart the brokers without it; an acks=all producer loses nothing. The
     claims stay (claimRetention Retain) until the user deletes them; their disks are
     then wiped and free again."""
-    producer = _steady_producer(deployment, 2400, "unmount")
+    producer = _steady_producer(deployment, "unmount")
     patch = {"spec": {"storage": {"local": {"disks": DISKS}}}}
     deployment.kubectl("patch", "cluster/events", "--type=merge", "--patch", json.dumps(patch))
 
@@ -365,12 +361,7 @@ def test_a_removed_disk_is_drained_before_the_brokers_restart_without_it(deploym
         deployment, "fresh", lambda dirs: all(d in (f"{DATA}-0", f"{DATA}-1") for _, d in dirs)
     )
     assert placed, placed
-    produced = deployment.client_result(producer)
-    assert produced == {"acknowledged": 2400, "failures": []}, produced
-    consumed = deployment.client(
-        "consume", "--topic", "orders", "--expect", "2400", "--prefix", "unmount"
-    )
-    _assert_once_in_order(consumed)
+    _nothing_lost(deployment, producer, "unmount")
     _topics_tool(deployment, "--delete", "--topic", "fresh")
     claims = [f"data-2-events-broker-{b}" for b in (0, 1, 2)]
     deployment.kubectl("delete", "pvc", *claims)
@@ -428,7 +419,7 @@ def test_scaling_moves_the_data_first_and_refuses_to_go_below_a_replication_fact
     spreads replicas onto it; back to 3: broker 3 is drained, then removed; to 2: refused
     (the topics have 3 replicas), nothing moves. An acks=all producer runs throughout and
     every record it saw acknowledged is there afterwards."""
-    producer = _steady_producer(deployment, 1500, "scale")
+    producer = _steady_producer(deployment, "scale")
     deployment.kubectl("scale", "cluster/events", "--replicas=4")
     deployment.wait_for(
         lambda: _moved(deployment, "AddBrokers", spread=4), "replicas spread onto broker 3", 600
@@ -452,29 +443,36 @@ def test_scaling_moves_the_data_first_and_refuses_to_go_below_a_replication_fact
     assert _replica_counts(deployment) == drained
     deployment.kubectl("scale", "cluster/events", "--replicas=3")
 
-    produced = deployment.client_result(producer)
-    assert produced == {"acknowledged": 1500, "failures": []}, produced
-    consumed = deployment.client(
-        "consume", "--topic", "orders", "--expect", "1500", "--prefix", "scale"
-    )
-    _assert_once_in_order(consumed)
+    _nothing_lost(deployment, producer, "scale")
 
 
-def _steady_producer(deployment: OperatorDeployment, count: int, prefix: str):
-    """An idempotent acks=all producer of ``count`` records to orders, 15 a second, that
-    runs while the test goes on (its result: ``deployment.client_result``), returned once
+def _steady_producer(deployment: OperatorDeployment, prefix: str):
+    """An idempotent acks=all producer to orders, 15 records a second, that runs while the
+    test goes on until :func:`_nothing_lost` stops it (or for 10 minutes), returned once
     its first record is acknowledged."""
     return deployment.producer_started(
         "--topic",
         "orders",
         "--count",
-        str(count),
+        str(STEADY_PRODUCER_MAX),
         "--per-second",
         "15",
         "--prefix",
         prefix,
         "--idempotent",
     )
+
+
+def _nothing_lost(deployment: OperatorDeployment, producer, prefix: str) -> None:
+    """Stop the steady producer: every record it sent was acknowledged, and is in the
+    topic once, in order."""
+    produced = deployment.producer_stopped(producer)
+    assert produced["failures"] == [], produced
+    assert produced["acknowledged"] == produced["sent"] > 0, produced
+    consumed = deployment.client(
+        "consume", "--topic", "orders", "--expect", str(produced["sent"]), "--prefix", prefix
+    )
+    _assert_once_in_order(consumed)
 
 
 def _assert_once_in_order(consumed: dict) -> None:
@@ -558,7 +556,7 @@ def test_a_full_disk_goes_offline_alone_and_its_replicas_go_to_an_added_broker(d
     claim = deployment.get("persistentvolumeclaim/data-0-events-broker-1")
     disk = cluster.get(f"persistentvolume/{claim['spec']['volumeName']}")["spec"]["local"]["path"]
     filler = f"{disk}/filler"
-    producer = _steady_producer(deployment, 2400, "full")
+    producer = _steady_producer(deployment, "full")
     try:
         # Each dd stops at ENOSPC, the second one in the last blocks the first left (the
         # file system has no reserved blocks): not even a checkpoint file fits then.
@@ -603,12 +601,7 @@ def test_a_full_disk_goes_offline_alone_and_its_replicas_go_to_an_added_broker(d
     )
     _set_storage(deployment, drainFailedDirs=False)
     _scale_back_to_three(deployment)
-    produced = deployment.client_result(producer)
-    assert produced == {"acknowledged": 2400, "failures": []}, produced
-    consumed = deployment.client(
-        "consume", "--topic", "orders", "--expect", "2400", "--prefix", "full"
-    )
-    _assert_once_in_order(consumed)
+    _nothing_lost(deployment, producer, "full")
 
 
 def _set_storage(deployment: OperatorDeployment, **storage: bool) -> None:
@@ -717,7 +710,7 @@ def test_a_node_gone_for_good_takes_a_brokers_disks_and_the_broker_starts_elsewh
         for name, p in sorted(pods.items())
         if p["spec"]["nodeName"] not in keep
     )
-    producer = _steady_producer(deployment, 1500, "lost")
+    producer = _steady_producer(deployment, "lost")
     cluster.stop_node(lost_node)
     try:
         cluster.kubectl("delete", "node", lost_node, timeout=180)
@@ -742,12 +735,7 @@ def test_a_node_gone_for_good_takes_a_brokers_disks_and_the_broker_starts_elsewh
             "jsonpath={.items[*].message}",
         )
         assert victim in lost, lost
-        produced = deployment.client_result(producer)
-        assert produced == {"acknowledged": 1500, "failures": []}, produced
-        consumed = deployment.client(
-            "consume", "--topic", "orders", "--expect", "1500", "--prefix", "lost"
-        )
-        _assert_once_in_order(consumed)
+        _nothing_lost(deployment, producer, "lost")
     finally:
         cluster.start_node(lost_node)
         cluster.wait_until_ready()

@@ -153,7 +153,7 @@ def test_a_job_produces_with_acks_all_and_consumes_through_the_bootstrap_service
         for line in brokers.kubectl("logs", "job/produce-consume").splitlines()
         if line.startswith("{")
     ]
-    assert results[1] == {"acknowledged": 2000, "failures": []}
+    assert results[1] == {"sent": 2000, "acknowledged": 2000, "failures": []}
     assert results[2]["consumed"] == 2000 and results[2]["missing_count"] == 0
     # Every partition has a replica on each of the three brokers, on three nodes, and
     # all are in sync: replication crosses the pod network between nodes.

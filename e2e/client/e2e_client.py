@@ -8,22 +8,24 @@ prints one JSON document on stdout and exits non-zero when what it checks is not
     python e2e_client.py describe-topic --bootstrap B --topic T
     python e2e_client.py produce        --bootstrap B --topic T --count N [--prefix S]
                                         [--per-second R] [--idempotent]
+                                        [--until-stdin-closes]
     python e2e_client.py consume        --bootstrap B --topic T --expect N [--prefix S]
                                         [--group G]
     python e2e_client.py set-config     --bootstrap B --topic T --config KEY=VALUE ...
     python e2e_client.py read-all       --bootstrap B --topic T
 
 ``produce`` writes with acks=all (idempotent with ``--idempotent``; otherwise
-kafka-python's defaults), R records a
-second with ``--per-second`` (a producer running while something happens: it says
-``producing`` on stderr once its first record is acknowledged), and reports what was
-acknowledged; ``consume`` reads the topic from the beginning (as group G, which commits
-what it read, when given) and fails unless it finds every record ``produce`` would have
-written with that prefix and count, and reports those that are in the log twice (at two
-offsets) and those that follow a later one of their partition (an idempotent producer's
-records are there once, in order); ``set-config`` sets topic configs, as another tool
-than the operator would; ``read-all`` reports every record of the topic as it is in the
-log (key and value as text, in partition and offset order), with no group.
+kafka-python's defaults), R records a second with ``--per-second`` (a producer running
+while something happens: it says ``producing`` on stderr once its first record is
+acknowledged), at most N records, fewer when ``--until-stdin-closes`` and its stdin
+closes first, and reports how many it sent and how many were acknowledged; ``consume``
+reads the topic from the beginning (as group G, which commits what it read, when given)
+and fails unless it finds every record ``produce`` would have written with that prefix
+and count, and reports those that are in the log twice (at two offsets) and those that
+follow a later one of their partition (an idempotent producer's records are there once,
+in order); ``set-config`` sets topic configs, as another tool than the operator would;
+``read-all`` reports every record of the topic as it is in the log (key and value as
+text, in partition and offset order), with no group.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import argparse
 import itertools
 import json
 import sys
+import threading
 import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -89,11 +92,16 @@ def produce(args: argparse.Namespace) -> dict:
     producer = KafkaProducer(
         bootstrap_servers=args.bootstrap, acks="all", enable_idempotence=args.idempotent
     )
+    stopped = threading.Event()
+    if args.until_stdin_closes:
+        threading.Thread(target=lambda: (sys.stdin.read(), stopped.set()), daemon=True).start()
     futures = []
     started = time.monotonic()
     for n, value in enumerate(values(args.prefix, args.count)):
         if args.per_second:
-            time.sleep(max(0.0, started + n / args.per_second - time.monotonic()))
+            stopped.wait(max(0.0, started + n / args.per_second - time.monotonic()))
+        if stopped.is_set():
+            break
         futures.append(producer.send(args.topic, value))
         if args.per_second and n == 0:
             futures[0].get(timeout=120)
@@ -101,7 +109,8 @@ def produce(args: argparse.Namespace) -> dict:
     producer.flush(120)
     failures = [str(f.exception) for f in futures if f.failed()]
     producer.close()
-    return {"acknowledged": args.count - len(failures), "failures": failures[:5]}
+    sent = len(futures)
+    return {"sent": sent, "acknowledged": sent - len(failures), "failures": failures[:5]}
 
 
 def consume(args: argparse.Namespace) -> dict:
@@ -188,6 +197,7 @@ def _parser() -> argparse.ArgumentParser:
             command.add_argument("--count", type=int, required=True)
             command.add_argument("--per-second", type=float)
             command.add_argument("--idempotent", action="store_true")
+            command.add_argument("--until-stdin-closes", action="store_true")
         if name == "consume":
             command.add_argument("--expect", type=int, required=True)
             command.add_argument("--timeout", type=float, default=60)
