@@ -13,6 +13,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
@@ -40,6 +41,22 @@ def deployment(kind_cluster: KindCluster, pytestconfig) -> Iterator[OperatorDepl
         raise
     yield deployed
     deployed.remove()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def spark_node(deployment: OperatorDeployment) -> Iterator[Future[str]]:
+    """The worker no broker runs on, where the Spark test runs its pipeline, once the
+    Spark image is loaded into it. The load (a minute or more) runs in the background
+    from the module's first test on, beside the light tests before the Spark test."""
+    brokers_on = {p["spec"]["nodeName"] for p in broker_pods(deployment).values()}
+    node = next(n for n in deployment.cluster.workers() if n not in brokers_on)
+
+    def load() -> str:
+        deployment.cluster.load(spark_image(), nodes=[node])
+        return node
+
+    with ThreadPoolExecutor(1) as pool:
+        yield pool.submit(load)
 
 
 # The example Cluster's disks, and the log dir of volume <n>: f"{DATA}-<n>".
@@ -181,16 +198,16 @@ TICKS_START_MS = (time.time_ns() // 60_000_000_000 - 60) * 60_000
 TICKS_COUNT, TICKS_SPACING_MS = 1200, 250
 
 
-def test_a_spark_pipeline_runs_as_a_consumer_group_restarts_and_replays(deployment, pytestconfig):
+def test_a_spark_pipeline_runs_as_a_consumer_group_restarts_and_replays(
+    deployment, spark_node, pytestconfig
+):
     """examples/spark: the operator submits the pipeline; its bars are right and its lag
     reaches 0; a deleted driver is submitted again and resumes from its checkpoint (no bar
     written twice); a reset to earliest stops it, moves the offsets and starts it again,
     and every bar is computed anew."""
     progress = Progress(pytestconfig)
-    brokers_on = {p["spec"]["nodeName"] for p in broker_pods(deployment).values()}
-    node = next(n for n in deployment.cluster.workers() if n not in brokers_on)
-    deployment.cluster.load(spark_image(), nodes=[node])
-    progress.done(f"the Spark image loaded into {node}")
+    node = spark_node.result(timeout=600)
+    progress.done(f"waited for the Spark image in {node}, loaded in the background")
     pipeline = SparkPipeline(deployment, spark_image(), node)
     pipeline.install()
     try:
