@@ -27,8 +27,15 @@ class AsyncBrokerConnection:
         self._correlation = itertools.count(1)
 
     @classmethod
-    async def open(cls, host: str, port: int, *, client_id: str) -> AsyncBrokerConnection:
-        reader, writer = await asyncio.open_connection(host, port)
+    async def open(
+        cls, host: str, port: int, *, client_id: str, connect_timeout_s: float | None = None
+    ) -> AsyncBrokerConnection:
+        """A connection to ``host:port``; TimeoutError once ``connect_timeout_s`` has
+        passed without one (Kafka's ``socket.connection.setup.timeout.ms``): a connect to
+        an address nobody holds any more, such as a restarted pod's old one, which its
+        name may resolve to for a moment, hangs rather than fails."""
+        async with asyncio.timeout(connect_timeout_s):
+            reader, writer = await asyncio.open_connection(host, port)
         return cls(reader, writer, client_id)
 
     async def request(self, api_key: ApiKey, version: int, body: object) -> object:

@@ -137,7 +137,13 @@ class BrokerSender:
                 # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation.
                 async with asyncio.timeout(self._timeout):
                     if self._connection is None:
-                        self._connection = await self._connect()
+                        host, port = self._address
+                        self._connection = await AsyncBrokerConnection.open(
+                            host,
+                            port,
+                            client_id=self._client_id,
+                            connect_timeout_s=self._connect_timeout,
+                        )
                     return await self._connection.request(api_key, version, body)
             except CONNECTION_ERRORS as error:
                 log = logger.warning if backoff == INITIAL_BACKOFF_S else logger.debug
@@ -151,14 +157,6 @@ class BrokerSender:
                 self._disconnect()
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_S)
-
-    async def _connect(self) -> AsyncBrokerConnection:
-        """A new connection, given up after the connect timeout: a restarted broker's
-        name may still resolve to its old pod's address for a moment, where a connect
-        hangs rather than fails, and retrying then finds the new one."""
-        host, port = self._address
-        async with asyncio.timeout(self._connect_timeout):
-            return await AsyncBrokerConnection.open(host, port, client_id=self._client_id)
 
     def _disconnect(self) -> None:
         connection, self._connection = self._connection, None

@@ -87,9 +87,7 @@ class FetcherConfig:
     response_max_bytes: int  # replica.fetch.response.max.bytes
     backoff_ms: int  # replica.fetch.backoff.ms
     socket_timeout_ms: int  # replica.socket.timeout.ms
-    # socket.connection.setup.timeout.ms: a leader's name may still resolve to the
-    # address of its previous pod for a moment after a restart, where a connect hangs.
-    connect_timeout_ms: int = 10000
+    connect_timeout_ms: int = 10000  # socket.connection.setup.timeout.ms
 
 
 @dataclass
@@ -198,10 +196,11 @@ class ReplicaFetcher:
             endpoint = self._endpoint()
             if endpoint is None:
                 raise ConnectionError(f"no endpoint known for broker {self.leader}")
-            async with asyncio.timeout(self._config.connect_timeout_ms / 1000):
-                self._connection = await AsyncBrokerConnection.open(
-                    *endpoint, client_id=f"broker-{self._config.replica_id}-fetcher"
-                )
+            self._connection = await AsyncBrokerConnection.open(
+                *endpoint,
+                client_id=f"broker-{self._config.replica_id}-fetcher",
+                connect_timeout_s=self._config.connect_timeout_ms / 1000,
+            )
         return self._connection
 
     def _disconnect(self) -> None:
