@@ -29,6 +29,8 @@ class OperatorDeployment:
         self.namespace = namespace
         self.release = release
         self.operator_namespace = "tidelog-system"
+        # the chart's full name, <release>-<chart>: its Deployment, roles and bindings
+        self.operator_name = f"{release}-tidelog-operator"
 
     # -- set-up and removal --------------------------------------------------------------
 

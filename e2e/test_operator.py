@@ -96,7 +96,10 @@ def test_the_operator_is_refused_nothing_it_asks_for(deployment):
     """The chart's RBAC covers what the operator does, kopf's own watches included: the
     API server refuses with 403 Forbidden, and kopf logs each refusal."""
     log = deployment.kubectl(
-        "logs", "--namespace", deployment.operator_namespace, "deployment/tidelog-tidelog-operator"
+        "logs",
+        "--namespace",
+        deployment.operator_namespace,
+        f"deployment/{deployment.operator_name}",
     )
     refused = [line for line in log.splitlines() if "Forbidden" in line]
     assert not refused, "\n".join(refused[:5])
@@ -839,4 +842,4 @@ def test_deleting_the_cluster_and_uninstalling_leave_only_what_the_policy_keeps(
     roles = deployment.cluster.kubectl(
         "get", "clusterroles,clusterrolebindings,storageclasses", "--output", "name"
     )
-    assert "tidelog-tidelog-operator" not in roles and "tidelog-local" not in roles
+    assert deployment.operator_name not in roles and "tidelog-local" not in roles
