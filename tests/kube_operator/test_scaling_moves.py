@@ -173,7 +173,7 @@ def test_scale_up_spreads_scale_down_drains_and_too_far_down_is_refused(tmp_path
             assert driver.step(3).decision.action == "remove-brokers"
             driver.admin = admin
             driver.until(3, "shrink")
-            assert "finish" in driver.actions
+            assert driver.actions[0] == "remove-brokers" and "finish" in driver.actions
             move = driver.status["rebalance"]
             assert (move["operation"], move["state"]) == ("RemoveBrokers", "Done"), move
             assert not throttles_set(admin), "the throttle outlived the move"
