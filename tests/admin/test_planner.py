@@ -86,11 +86,18 @@ def assert_balanced(plan: Plan, brokers) -> None:
 
 
 def assert_close_to_the_bound(plan: Plan, brokers) -> None:
-    """At most the slack above the bound (which a balanced result cannot beat; racks of
-    unequal sizes allow no balanced result, and the plan may move less)."""
-    assert plan.replicas_moved <= plan.lower_bound + plan.rack_repairs + SLACK_PER_BROKER * len(
-        brokers
-    ), (plan.replicas_moved, plan.lower_bound, plan.rack_repairs)
+    """At most the slack above the bound and the repairs (a balanced result cannot beat
+    the bound; racks of unequal sizes allow no balanced result, and the plan may move
+    less). Leaderships need repairs only where replication factors are mixed."""
+    repairs = plan.rack_repairs + plan.leader_repairs
+    assert plan.replicas_moved <= plan.lower_bound + repairs + SLACK_PER_BROKER * len(brokers), (
+        plan.replicas_moved,
+        plan.lower_bound,
+        plan.rack_repairs,
+        plan.leader_repairs,
+    )
+    if len({len(replicas) for replicas in plan.current.values()}) == 1:
+        assert plan.leader_repairs == 0
 
 
 @settings(max_examples=300, deadline=None)
@@ -268,6 +275,24 @@ def test_the_smallest_partitions_move_first():
     plan = plan_add_brokers(state, [3])
     assert plan.moves.keys() == {("t", 1)}
     assert plan.bytes_moved == 1 << 20
+
+
+def test_leaderships_pinned_by_single_replica_partitions_are_evened_and_counted():
+    """Found by ``test_removing_brokers``: broker 1 leaves, holding the only replica of 16
+    partitions and a rack-bound replica of 10 more (RF 3 on brokers 1, 2, 3). Balancing
+    replicas alone leaves 8 leaderships each on brokers 5 and 6; the plan trades
+    single-replica partitions for replicas of the others to even them, and counts those
+    moves as leader repairs."""
+    racks = {1: "rack-1", 2: "rack-2", 3: "rack-0", 4: "rack-1", 5: "rack-2", 6: "rack-0"}
+    assignment = {("t0", p): [1, 2, 3] for p in range(10)}
+    assignment |= {("t1", p): [1] for p in range(16)}
+    plan = plan_remove_brokers(ClusterState(assignment, racks), {1})
+    staying = [2, 3, 4, 5, 6]
+    assert_valid(plan, staying, racks)
+    assert spread(plan.replica_counts(), staying) <= 1
+    assert spread(plan.leader_counts(), staying) <= 1, plan.leader_counts()
+    assert plan.leader_repairs > 0
+    assert_close_to_the_bound(plan, staying)
 
 
 @pytest.mark.parametrize(

@@ -219,6 +219,8 @@ class Reassign:
             assignment_json(moves),
         )
         repairs = f", {plan.rack_repairs} to spread racks" if plan.rack_repairs else ""
+        if plan.leader_repairs:
+            repairs += f", {plan.leader_repairs} to even preferred leaders"
         print(
             f"Plan: {len(moves)} partitions change, {plan.replicas_moved} replicas move "
             f"(lower bound {plan.lower_bound}{repairs}), {format_bytes(plan.bytes_moved)} "

@@ -22,11 +22,13 @@ What a plan guarantees, for the partitions it is given:
 * **minimal**: replicas move only off brokers that leave, off brokers above their share
   and onto brokers below it. The lower bound is max(departures, arrivals): the replicas
   that must leave (those on leaving brokers, plus those above ``ceil(R/B)`` on a staying
-  broker) against those that must arrive (below ``floor(R/B)``). Without rack repairs the
-  greedy below meets that bound; each repair adds one move. Among the replicas that could
-  go, the smallest partitions go first, so the bytes copied are few too. Leadership is
-  rebalanced by reordering replicas (no data moves), along the shortest chain of
-  partitions from a broker with too many preferred leaderships to one with too few.
+  broker) against those that must arrive (below ``floor(R/B)``). Without repairs the
+  greedy below meets that bound; each rack repair adds one move, and so does each move
+  that evens leaderships pinned by single-replica partitions (the plan counts both).
+  Among the replicas that could go, the smallest partitions go first, so the bytes
+  copied are few too. Leadership is rebalanced by reordering replicas (no data moves),
+  along the shortest chain of partitions from a broker with too many preferred
+  leaderships to one with too few.
 * **deterministic**: ties break on broker id, then on (topic, partition).
 
 Kafka's ``--generate`` reassigns every partition from scratch; this planner goes beyond

@@ -19,6 +19,7 @@ from tidelog.admin.planner._model import (
     Plan,
     PlanError,
     TopicPartition,
+    replicas_moved,
 )
 
 
@@ -143,12 +144,14 @@ def _balanced(state: ClusterState, brokers: set[int], removed: set[int] = frozen
     rack_repairs = widen_racks(layout)
     balance_replicas(layout, state.sizes)
     balance_leaders(target, brokers)
+    before_unpinning = replicas_moved(state.assignment, target)
     unpin_leaderships(layout, state.sizes)
     return _plan(
         state,
         target,
         lower_bound=_lower_bound(state.assignment, brokers),
         rack_repairs=rack_repairs,
+        leader_repairs=max(0, replicas_moved(state.assignment, target) - before_unpinning),
     )
 
 
@@ -157,6 +160,7 @@ def _plan(
     target: dict[TopicPartition, list[int]],
     lower_bound: int,
     rack_repairs: int = 0,
+    leader_repairs: int = 0,
 ) -> Plan:
     return Plan(
         current={tp: tuple(r) for tp, r in state.assignment.items()},
@@ -164,6 +168,7 @@ def _plan(
         sizes=state.sizes,
         lower_bound=lower_bound,
         rack_repairs=rack_repairs,
+        leader_repairs=leader_repairs,
     )
 
 

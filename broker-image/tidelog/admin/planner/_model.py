@@ -34,14 +34,17 @@ class Plan:
     ``replicas_moved`` counts replicas created on a broker that had none of the
     partition, ``bytes_moved`` their sizes, ``leaders_moved`` the partitions whose
     preferred leader changes; ``lower_bound`` is the fewest replica moves that any valid
-    balanced plan needs (see the module docstring) and ``rack_repairs`` the moves made to
-    widen partitions whose replicas spanned too few racks."""
+    balanced plan needs (see the module docstring), ``rack_repairs`` the moves made to
+    widen partitions whose replicas spanned too few racks, and ``leader_repairs`` the
+    moves made to even preferred leaderships that single-replica partitions pin (with
+    mixed replication factors only)."""
 
     current: dict[TopicPartition, tuple[int, ...]]
     target: dict[TopicPartition, tuple[int, ...]]
     sizes: Mapping[TopicPartition, int]
     lower_bound: int
     rack_repairs: int = 0
+    leader_repairs: int = 0
 
     @property
     def moves(self) -> dict[TopicPartition, tuple[int, ...]]:
@@ -49,7 +52,7 @@ class Plan:
 
     @property
     def replicas_moved(self) -> int:
-        return sum(len(set(r) - set(self.current[tp])) for tp, r in self.target.items())
+        return replicas_moved(self.current, self.target)
 
     @property
     def bytes_moved(self) -> int:
@@ -67,6 +70,13 @@ class Plan:
 
     def leader_counts(self) -> dict[int, int]:
         return _counts(self.target.values(), lambda replicas: replicas[:1])
+
+
+def replicas_moved(
+    current: Mapping[TopicPartition, Sequence[int]], target: Mapping[TopicPartition, Sequence[int]]
+) -> int:
+    """Replicas in ``target`` on a broker that had none of their partition in ``current``."""
+    return sum(len(set(r) - set(current[tp])) for tp, r in target.items())
 
 
 def _counts(assignments, pick) -> dict[int, int]:
