@@ -993,12 +993,26 @@ def summarise(rows: list[dict]) -> list[dict]:
 
 
 def plot(summary: list[dict], sessions: list[Session], stem: Path) -> list[str]:
+    """The report's plots, as file names beside ``stem``: only those the chosen scenarios
+    have data for (a run of S13 alone has no throughput bars and no S3 latencies)."""
     import matplotlib
 
     matplotlib.use("Agg")
+    images = [
+        _plot_throughput([s for s in summary if s["metric"] == "throughput"], stem),
+        _plot_latency_cdf([s for s in sessions if s.latencies], stem),
+    ]
+    moves = stem.with_name(stem.name + "-reassignment-acks.png")
+    if reassignment.plot_ack_latency(sessions, moves):
+        images.append(moves.name)
+    return [image for image in images if image]
+
+
+def _plot_throughput(bars: list[dict], stem: Path) -> str | None:
+    if not bars:
+        return None
     import matplotlib.pyplot as plt
 
-    bars = [s for s in summary if s["metric"] == "throughput"]
     figure, axes = plt.subplots(figsize=(max(8, len(bars) * 0.8), 5))
     positions = range(len(bars))
     for offset, system in ((-0.2, "kafka"), (0.2, "tidelog")):
@@ -1019,14 +1033,20 @@ def plot(summary: list[dict], sessions: list[Session], stem: Path) -> list[str]:
     throughput = stem.with_name(stem.name + "-throughput.png")
     figure.savefig(throughput, dpi=100)
     plt.close(figure)
+    return throughput.name
+
+
+def _plot_latency_cdf(sessions: list[Session], stem: Path) -> str | None:
+    if not sessions:
+        return None
+    import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(8, 5))
     for session in sessions:
-        if session.latencies:
-            ordered = sorted(session.latencies)
-            fraction = [(i + 1) / len(ordered) for i in range(len(ordered))]
-            style = "-" if session.system == "kafka" else "--"
-            axes.plot(ordered, fraction, style, label=f"{session.system} #{session.number}")
+        ordered = sorted(session.latencies)
+        fraction = [(i + 1) / len(ordered) for i in range(len(ordered))]
+        style = "-" if session.system == "kafka" else "--"
+        axes.plot(ordered, fraction, style, label=f"{session.system} #{session.number}")
     axes.set_xscale("log")
     axes.set_xlabel("end-to-end latency, ms (log scale)")
     axes.set_ylabel("fraction of records")
@@ -1037,11 +1057,7 @@ def plot(summary: list[dict], sessions: list[Session], stem: Path) -> list[str]:
     cdf = stem.with_name(stem.name + "-latency-cdf.png")
     figure.savefig(cdf, dpi=100)
     plt.close(figure)
-    images = [throughput.name, cdf.name]
-    moves = stem.with_name(stem.name + "-reassignment-acks.png")
-    if reassignment.plot_ack_latency(sessions, moves):
-        images.append(moves.name)
-    return images
+    return cdf.name
 
 
 def write_report(
