@@ -1,4 +1,4 @@
-"""How the suite is shared between pytest-xdist's workers (``make test``, two by default).
+"""How the suite is shared between pytest-xdist's workers (``make test TEST_WORKERS=N``).
 
 Each test module is one unit of work (an ``xdist_group``), so that a module's fixtures
 start once. Two parts of the suite each saturate the machine alone, and beside each other
