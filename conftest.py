@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 HEAVY = (ROOT / "e2e", ROOT / "tests" / "bench" / "test_compare_harness.py")
-HEAVY_GROUP = "e2e"
+HEAVY_GROUP = "heavy"
 
 
 def _group(item: pytest.Item) -> str:
