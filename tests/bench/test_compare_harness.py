@@ -9,6 +9,8 @@ It asserts that the harness measures, never what it measured: no timing assertio
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,16 +23,33 @@ SYSTEMS = ("kafka", "tidelog")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
+def _kill_with_its_brokers(run: subprocess.Popen) -> tuple[str, str]:
+    """SIGKILL to ``run``'s whole process group; what it wrote."""
+    os.killpg(run.pid, signal.SIGKILL)
+    return run.communicate()
+
+
 @pytest.mark.timeout(960)  # 450 s alone; make test runs other tests beside it
 def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path):
-    run = subprocess.run(
+    # Its own session: the brokers and ZooKeeper it starts are in its process group, and a
+    # run past the limit, or an interrupted test run, kills them with it (a killed harness
+    # alone left its brokers running).
+    run = subprocess.Popen(
         [sys.executable, str(ROOT / "bench" / "compare.py"), "--quick", "--output", tmp_path],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=900,
-        check=False,
+        start_new_session=True,
     )
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    try:
+        stdout, stderr = run.communicate(timeout=900)
+    except subprocess.TimeoutExpired:
+        stdout, stderr = _kill_with_its_brokers(run)
+        pytest.fail("the quick run took more than 900 s\n" + stdout[-3000:] + stderr[-3000:])
+    except BaseException:
+        _kill_with_its_brokers(run)
+        raise
+    assert run.returncode == 0, stdout[-3000:] + stderr[-3000:]
 
     (raw,) = tmp_path.glob("*-quick-*-raw.json")
     rows = json.loads(raw.read_text())
