@@ -994,23 +994,28 @@ def summarise(rows: list[dict]) -> list[dict]:
 
 def plot(summary: list[dict], sessions: list[Session], stem: Path) -> list[str]:
     """The report's plots, as file names beside ``stem``: only those the chosen scenarios
-    have data for (a run of S13 alone has no throughput bars and no S3 latencies)."""
+    have data for (a run of S13 alone has no throughput bars and no S3 latencies). Each
+    chart draws itself to its path and says whether it had anything to draw."""
     import matplotlib
 
     matplotlib.use("Agg")
-    images = [
-        _plot_throughput([s for s in summary if s["metric"] == "throughput"], stem),
-        _plot_latency_cdf([s for s in sessions if s.latencies], stem),
-    ]
-    moves = stem.with_name(stem.name + "-reassignment-acks.png")
-    if reassignment.plot_ack_latency(sessions, moves):
-        images.append(moves.name)
-    return [image for image in images if image]
+    charts = {
+        "throughput": lambda path: _plot_throughput(summary, path),
+        "latency-cdf": lambda path: _plot_latency_cdf(sessions, path),
+        "reassignment-acks": lambda path: reassignment.plot_ack_latency(sessions, path),
+    }
+    images = []
+    for name, draw in charts.items():
+        path = stem.with_name(f"{stem.name}-{name}.png")
+        if draw(path):
+            images.append(path.name)
+    return images
 
 
-def _plot_throughput(bars: list[dict], stem: Path) -> str | None:
+def _plot_throughput(summary: list[dict], path: Path) -> bool:
+    bars = [s for s in summary if s["metric"] == "throughput"]
     if not bars:
-        return None
+        return False
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(max(8, len(bars) * 0.8), 5))
@@ -1030,19 +1035,19 @@ def _plot_throughput(bars: list[dict], stem: Path) -> str | None:
     axes.set_title("Throughput: Apache Kafka vs tidelog")
     axes.legend()
     figure.tight_layout()
-    throughput = stem.with_name(stem.name + "-throughput.png")
-    figure.savefig(throughput, dpi=100)
+    figure.savefig(path, dpi=100)
     plt.close(figure)
-    return throughput.name
+    return True
 
 
-def _plot_latency_cdf(sessions: list[Session], stem: Path) -> str | None:
-    if not sessions:
-        return None
+def _plot_latency_cdf(sessions: list[Session], path: Path) -> bool:
+    measured = [s for s in sessions if s.latencies]
+    if not measured:
+        return False
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(8, 5))
-    for session in sessions:
+    for session in measured:
         ordered = sorted(session.latencies)
         fraction = [(i + 1) / len(ordered) for i in range(len(ordered))]
         style = "-" if session.system == "kafka" else "--"
@@ -1054,10 +1059,9 @@ def _plot_latency_cdf(sessions: list[Session], stem: Path) -> str | None:
     axes.grid(True, which="both", alpha=0.3)
     axes.legend()
     figure.tight_layout()
-    cdf = stem.with_name(stem.name + "-latency-cdf.png")
-    figure.savefig(cdf, dpi=100)
+    figure.savefig(path, dpi=100)
     plt.close(figure)
-    return cdf.name
+    return True
 
 
 def write_report(
