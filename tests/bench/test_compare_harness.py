@@ -31,9 +31,9 @@ def _kill_with_its_brokers(run: subprocess.Popen) -> tuple[str, str]:
 
 @pytest.mark.timeout(960)  # 450 s alone; make test runs other tests beside it
 def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path):
-    # Its own session: the brokers and ZooKeeper it starts are in its process group, and a
-    # run past the limit, or an interrupted test run, kills them with it (a killed harness
-    # alone left its brokers running).
+    # Its own session: the brokers it starts are in its process group, and a run past the
+    # limit, or an interrupted test run, kills them with it (a killed harness alone left
+    # its brokers running; its ZooKeeper has a session of its own and dies with its parent).
     run = subprocess.Popen(
         [sys.executable, str(ROOT / "bench" / "compare.py"), "--quick", "--output", tmp_path],
         stdout=subprocess.PIPE,
