@@ -1,9 +1,11 @@
 """How the suite is shared between pytest-xdist's workers (``make test TEST_WORKERS=N``).
 
 Each test module is one unit of work (an ``xdist_group``), so that a module's fixtures
-start once. Two parts of the suite each saturate the machine alone, and beside each other
-stretch past their own limits: the e2e tests, which share one kind cluster, and the
-smoke run of ``make bench``'s harness (both systems through every scenario). They are
+start once. Three parts of the suite each saturate the machine alone, and beside each
+other stretch past their own limits: the e2e tests, which share one kind cluster (and
+run a Spark pipeline in it), the smoke run of ``make bench``'s harness (both systems
+through every scenario, Spark's among them), and the tests that start Spark's JVM. A
+Spark driver starved beside another one fails to start its context in time. They are
 one unit, the heavy one, and with ``--dist loadgroup --no-loadscope-reorder`` it goes
 first: the longest unit runs beside everything else instead of after it.
 """
@@ -15,7 +17,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent
-HEAVY = (ROOT / "e2e", ROOT / "tests" / "bench" / "test_compare_harness.py")
+HEAVY = (
+    ROOT / "e2e",
+    ROOT / "tests" / "bench" / "test_compare_harness.py",
+    ROOT / "tests" / "spark",
+    ROOT / "tests" / "containers" / "test_spark_image.py",
+)
 HEAVY_GROUP = "heavy"
 
 
