@@ -119,7 +119,7 @@ def test_a_new_spec_stops_the_application_and_submits_it_a_failed_one_at_once():
     assert fixed.action == "submit"  # no back-off: the user changed what failed
 
 
-def test_the_error_is_the_line_that_names_it():
+def test_the_error_is_the_line_that_names_it_with_its_deepest_cause():
     java = (
         'Exception in thread "main" io.fabric8.KubernetesClientException: forbidden\n'
         "\tat io.fabric8.Client.patch(Client.java:12)\n"
@@ -129,6 +129,7 @@ def test_the_error_is_the_line_that_names_it():
     )
     assert error_summary(java) == (
         'Exception in thread "main" io.fabric8.KubernetesClientException: forbidden'
+        " ... caused by java.io.IOException: refused"
     )
     python = (
         "Traceback (most recent call last):\n"
@@ -136,7 +137,21 @@ def test_the_error_is_the_line_that_names_it():
         "py4j.protocol.Py4JJavaError: An error occurred while calling o191.start.\n"
         ": java.io.IOException: mkdir of file:/state/checkpoint failed\n"
     )
-    assert error_summary(python).startswith("py4j.protocol.Py4JJavaError")
+    assert error_summary(python) == (
+        "py4j.protocol.Py4JJavaError: An error occurred while calling o191.start."
+        " ... caused by java.io.IOException: mkdir of file:/state/checkpoint failed"
+    )
+    context = (
+        "py4j.protocol.Py4JJavaError: An error occurred while calling"
+        " None.org.apache.spark.api.java.JavaSparkContext.\n"
+        ": org.apache.spark.SparkException: Failed to start the driver\n"
+        "\tat org.apache.spark.SparkContext.<init>(SparkContext.scala:622)\n"
+        "Caused by: java.net.BindException: Cannot assign requested address\n"
+        "\t... 15 more\n"
+    )
+    assert error_summary(context).endswith(
+        "JavaSparkContext. ... caused by java.net.BindException: Cannot assign requested address"
+    )
     logged = "2026-11-25 10:00:00,000 ERROR tidelog_spark.pipeline: the query failed: x\n"
     assert error_summary(logged) == logged.strip()
     assert error_summary("just this\n\n") == "just this"

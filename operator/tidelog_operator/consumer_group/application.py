@@ -45,6 +45,9 @@ ERROR_CHARS = 1024  # the most of a failure's message kept in the status
 # "ValueError: ...", "tidelog-bars: ..." (a Python program's one-line error), or a log
 # line at level ERROR (Spark's, the pipeline's)
 _ERROR_LINE = re.compile(r"^(Exception in thread|[\w.$]*(Exception|Error)\b|[\w-]+: \S)|\bERROR\b")
+# A line below it that says what lies beneath: Java's "Caused by: ...", or the Java
+# exception that Py4J prints on the line after a Py4JJavaError (": java.x.Y: ...").
+_CAUSE_LINE = re.compile(r"^(?:Caused by: |: )(?P<cause>\S.*)")
 
 
 @dataclass(frozen=True)
@@ -72,11 +75,19 @@ class Step:
 
 
 def error_summary(log: str) -> str:
-    """The line of a failed pod's log that says what failed: the last line naming an
-    exception or error (not a stack frame), else the last line."""
+    """What a failed pod's log says failed: the last line naming an exception or error
+    (not a stack frame), else the last line; and, when a cause is printed below it, the
+    deepest one ("... caused by java.net.BindException: ..."). A Py4JJavaError alone
+    says only which Java call failed, and a Java exception's own message often only
+    what it was doing."""
     lines = [line.rstrip() for line in log.splitlines() if line.strip()]
-    named = [line for line in lines if _ERROR_LINE.search(line)]
-    return (named or lines or [""])[-1][:ERROR_CHARS]
+    if not lines:
+        return ""
+    named = [at for at, line in enumerate(lines) if _ERROR_LINE.search(line)]
+    at = named[-1] if named else len(lines) - 1
+    causes = [found["cause"] for line in lines[at + 1 :] if (found := _CAUSE_LINE.match(line))]
+    summary = f"{lines[at]} ... caused by {causes[-1]}" if causes else lines[at]
+    return summary[:ERROR_CHARS]
 
 
 def backoff_s(failures: int) -> float:
