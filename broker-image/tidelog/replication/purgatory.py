@@ -20,7 +20,22 @@ class Purgatory:
     def __init__(self):
         self._waiters: dict[TopicPartition, set[asyncio.Future]] = {}
 
-    def watch(self, partitions: Iterable[TopicPartition]) -> asyncio.Future:
+    async def wait(self, partitions: Iterable[TopicPartition], timeout: float) -> None:
+        """Until the next change of any of ``partitions`` (returns early then), at most
+        ``timeout`` seconds. Watches before it first yields: a change after the caller's
+        last check, without an await between, is not missed.
+
+        The task awaits the future itself, under a timeout scope: the task resumes in the
+        loop's next turn after :meth:`notify`, where ``asyncio.wait`` would take two (its
+        own waiter future first), on every long-poll Fetch and acks=all answer."""
+        wake = self._watch(partitions)
+        try:
+            async with asyncio.timeout(timeout):
+                await wake
+        except TimeoutError:
+            pass  # the timeout cancelled ``wake``: its watch is forgotten
+
+    def _watch(self, partitions: Iterable[TopicPartition]) -> asyncio.Future:
         """A future completed at the next change of any of ``partitions``."""
         future = asyncio.get_running_loop().create_future()
         keys = list(partitions)

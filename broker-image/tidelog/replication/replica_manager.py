@@ -315,9 +315,7 @@ class ReplicaManager:
             left = deadline - loop.time()
             if left <= 0:
                 return ErrorCode.REQUEST_TIMED_OUT
-            wake = self.purgatory.watch([key])
-            await asyncio.wait([wake], timeout=left)
-            wake.cancel()
+            await self.purgatory.wait([key], left)
 
     # -- fetch --------------------------------------------------------------------------------
 

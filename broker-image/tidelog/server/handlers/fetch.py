@@ -30,7 +30,6 @@ Consumers are never throttled here.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import time
 
@@ -260,6 +259,4 @@ async def handle_fetch(broker, header, request, context):
                 node_endpoints=hints.node_endpoints(),
             )
         # Watched only now: nothing ran since the read (no await), so nothing was missed.
-        wake = purgatory.watch(watched)
-        await asyncio.wait([wake], timeout=left)
-        wake.cancel()  # no-op when it fired; forgets the watch when the wait timed out
+        await purgatory.wait(watched, left)
