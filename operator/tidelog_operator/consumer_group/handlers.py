@@ -1,7 +1,8 @@
 """kopf handler of ConsumerGroup: on create, spec change, resume and every
 ``SYNC_INTERVAL_S``, one step of its Spark application (``spark_runner.py``), if it has
 one, then one pass of ``sync.py`` over the group, the outcome written to the status
-(and an event when a reset was applied)."""
+(and an event when a reset was applied). One pass of a group at a time
+(``per_object.py``): two would each submit its next Spark application."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from tidelog_operator.consumer_group import spark_runner
 from tidelog_operator.consumer_group.application import STOPPED
 from tidelog_operator.consumer_group.sync import GroupPass, reset_waiting, sync_group
 from tidelog_operator.names import GROUP, VERSION
+from tidelog_operator.per_object import one_at_a_time
 
 __all__ = ["SYNC_INTERVAL_S"]
 
@@ -30,6 +32,7 @@ SYNC_INTERVAL_S = float(os.environ.get("TIDELOG_GROUP_SYNC_INTERVAL_S", "15"))
 @kopf.timer(
     GROUP, VERSION, "consumergroups", interval=SYNC_INTERVAL_S, initial_delay=SYNC_INTERVAL_S
 )
+@one_at_a_time
 def sync_consumer_group(
     name: str, namespace: str, spec: Any, status: Any, meta: Any, body: Any, **_: Any
 ) -> None:

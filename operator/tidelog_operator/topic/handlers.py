@@ -1,5 +1,6 @@
 """kopf handlers of Topic: on create, spec change, resume and every ``SYNC_INTERVAL_S``
-(which reverts drift), the topic is made as its spec says (``plan.py``); on deletion
+(which reverts drift), the topic is made as its spec says (``plan.py``), one sync of a
+Topic at a time (``per_object.py``); on deletion
 (kopf's finalizer) the topic is deleted. The brokers are those of the Cluster named by
 ``spec.clusterRef`` (``cluster_client.py``).
 """
@@ -28,6 +29,7 @@ from tidelog_operator import conditions, kube
 from tidelog_operator.cluster_client import cluster_admin
 from tidelog_operator.conditions import Reason
 from tidelog_operator.names import GROUP, VERSION
+from tidelog_operator.per_object import one_at_a_time
 from tidelog_operator.topic.plan import Actual, Desired, TopicPlan, plan_topic
 
 __all__ = ["SYNC_INTERVAL_S"]
@@ -166,6 +168,7 @@ def _health(admin: AdminClient, topic: str) -> dict[str, Any]:
 @kopf.on.create(GROUP, VERSION, "topics")
 @kopf.on.update(GROUP, VERSION, "topics", field="spec")
 @kopf.timer(GROUP, VERSION, "topics", interval=SYNC_INTERVAL_S, initial_delay=SYNC_INTERVAL_S)
+@one_at_a_time
 def sync_topic(name: str, namespace: str, spec: Any, status: Any, meta: Any, **_: Any) -> None:
     generation = meta.get("generation")
     try:
@@ -182,7 +185,9 @@ def sync_topic(name: str, namespace: str, spec: Any, status: Any, meta: Any, **_
             _carry_out(admin, desired, plan)
             health = _health(admin, desired.name)
     except AdminError as error:
-        if error.code == ErrorCode.TOPIC_ALREADY_EXISTS:  # another tool was quicker
+        if error.code == ErrorCode.TOPIC_ALREADY_EXISTS and not desired.claimed:
+            # Another tool was quicker. A claim that was there before this attempt stays:
+            # an earlier creation of ours, its answer lost, may be the one that made it.
             _claim(namespace, name, None)
         _report(
             namespace, name, generation, False, Reason.CREATE_FAILED, f"{desired.name}: {error}"
