@@ -164,9 +164,10 @@ run: setup
 # The whole suite: the Go tools' tests, then pytest over tests/ and e2e/ (the kind
 # cluster last). The slowest tests' times close the report, to keep the suite's time
 # in view. TEST_WORKERS=N (N > 1) shares it between N pytest-xdist workers
-# (conftest.py: the kind cluster's tests and the bench harness's smoke run as one unit,
-# first, beside the others). On 2 cores that saturates the CPU: a Spark driver in kind
-# failed to start there (see README.md), so one is the default.
+# (conftest.py: the kind cluster's tests, the bench harness's smoke run and the Spark
+# tests as one unit, first, beside the others). On 2 cores that saturates the CPU and
+# saves little: that unit alone is most of the suite (see README.md), so one is the
+# default.
 TEST_WORKERS ?= 1
 XDIST := $(if $(filter-out 1,$(TEST_WORKERS)),--numprocesses $(TEST_WORKERS) --dist loadgroup \
     --no-loadscope-reorder)
