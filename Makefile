@@ -161,18 +161,19 @@ protocol-messages: kafka-libs
 run: setup
 	$(BIN)/tidelog-demo
 
-# The whole suite: the Go tools' tests, then pytest over tests/ and e2e/ (the kind
-# cluster last). The slowest tests' times close the report, to keep the suite's time
-# in view. TEST_WORKERS=N (N > 1) shares it between N pytest-xdist workers
-# (conftest.py: the kind cluster's tests, the bench harness's smoke run and the Spark
-# tests as one unit, first, beside the others). On 2 cores that saturates the CPU and
-# saves little: that unit alone is most of the suite (see README.md), so one is the
-# default.
-TEST_WORKERS ?= 1
-XDIST := $(if $(filter-out 1,$(TEST_WORKERS)),--numprocesses $(TEST_WORKERS) --dist loadgroup \
-    --no-loadscope-reorder)
+# The whole suite: the Go tools' tests, then pytest in two parts (conftest.py): the light
+# tests shared between TEST_WORKERS pytest-xdist workers (one module per unit of work),
+# then the heavy ones alone: the Spark tests, the bench harness's smoke run and the kind
+# cluster's tests, last. The heavy part runs after a light one with failures too (all
+# failures in one run), not after an interrupted one. Each part closes with its slowest
+# tests' times, to keep the suite's time in view.
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter-out 1,$(TEST_WORKERS)),--numprocesses $(TEST_WORKERS) --dist loadgroup)
 test: setup kafka-libs k8s-tools images kind-node-image go-test
-	$(BIN)/pytest $(XDIST) --durations=25
+	$(BIN)/pytest $(XDIST) -m "not heavy" --durations=20; light=$$?; \
+	if [ $$light -gt 1 ]; then exit $$light; fi; \
+	$(BIN)/pytest -m heavy --durations=20; heavy=$$?; \
+	[ $$light -eq 0 ] && [ $$heavy -eq 0 ]
 
 # The kind end-to-end tests alone (e2e/conftest.py: E2E_KEEP=1 keeps the cluster).
 e2e: setup k8s-tools images kind-node-image

@@ -167,7 +167,7 @@ class Progress:
     def __init__(self, config: pytest.Config):
         self.reporter = config.pluginmanager.get_plugin("terminalreporter")
         self.capture = config.pluginmanager.get_plugin("capturemanager")
-        # An xdist worker's (``make test TEST_WORKERS=N``) reporter writes nowhere; its
+        # An xdist worker's (``pytest --numprocesses N``) reporter writes nowhere; its
         # stderr is the terminal's.
         self.in_worker = hasattr(config, "workerinput")
         self.started = time.monotonic()
