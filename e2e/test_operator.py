@@ -214,9 +214,12 @@ def test_a_spark_pipeline_runs_as_a_consumer_group_restarts_and_replays(
     pipeline = SparkPipeline(deployment, spark_image(), node)
     pipeline.install()
     try:
-        deployment.wait_for(lambda: pipeline.running(1), "the application running", 300)
+        # The ticks go in while the application starts (a minute or two): the group has
+        # no offsets yet, so it reads from the earliest.
+        deployment.wait_for_reason("topic/ticks", "Ready", "Synced", "the ticks topic synced")
         first = known_ticks(7, TICKS_START_MS, TICKS_COUNT, TICKS_SPACING_MS)
         pipeline.send_ticks(7, TICKS_START_MS, TICKS_COUNT, TICKS_SPACING_MS)
+        deployment.wait_for(lambda: pipeline.running(1), "the application running", 300)
         expected = expected_bars(first)
         assert len(expected) == 5 * 4  # five symbols, four closed minutes
         deployment.wait_for(lambda: len(pipeline.bars()) == len(expected), "the bars", 300)
@@ -227,6 +230,10 @@ def test_a_spark_pipeline_runs_as_a_consumer_group_restarts_and_replays(
         )
 
         deployment.kubectl("delete", "pod", pipeline.application()["driverPod"])
+        # More ticks while no driver runs: the next one reads them from its checkpoint on.
+        second_start = TICKS_START_MS + TICKS_COUNT * TICKS_SPACING_MS
+        second = known_ticks(8, second_start, TICKS_COUNT, TICKS_SPACING_MS)
+        pipeline.send_ticks(8, second_start, TICKS_COUNT, TICKS_SPACING_MS)
         deployment.wait_for(lambda: pipeline.running(2), "the application running again", 300)
         assert pipeline.application()["restarts"] == 1
         # Running is the driver's pod; the pipeline says where it starts once its Spark
@@ -235,9 +242,6 @@ def test_a_spark_pipeline_runs_as_a_consumer_group_restarts_and_replays(
             lambda: "starting from" in pipeline.driver_log(2), "the driver says where it starts"
         )
         assert "starting from the checkpoint" in pipeline.driver_log(2)
-        second_start = TICKS_START_MS + TICKS_COUNT * TICKS_SPACING_MS
-        second = known_ticks(8, second_start, TICKS_COUNT, TICKS_SPACING_MS)
-        pipeline.send_ticks(8, second_start, TICKS_COUNT, TICKS_SPACING_MS)
         expected = expected_bars(first + second)
         assert len(expected) == 5 * 9
         deployment.wait_for(lambda: len(pipeline.bars()) >= len(expected), "more bars", 300)
