@@ -84,8 +84,7 @@ class SparkPipeline:
 
     def send_ticks(self, seed: int, start_ms: int, count: int, spacing_ms: int) -> None:
         """``tidelog-ticks`` in its count mode with synthetic event times, in a pod of the
-        Spark image on the pipeline's node (the only worker that has the image)."""
-        overrides = {"spec": {"nodeSelector": {"kubernetes.io/hostname": self.node}}}
+        Spark image."""
         self.deployment.kubectl(
             "run",
             f"ticks-{seed}",
@@ -94,7 +93,6 @@ class SparkPipeline:
             "--attach",
             "--rm",
             "--quiet",
-            f"--overrides={json.dumps(overrides)}",
             "--",
             "tidelog-ticks",
             "--bootstrap-server",

@@ -45,14 +45,17 @@ def deployment(kind_cluster: KindCluster, pytestconfig) -> Iterator[OperatorDepl
 
 @pytest.fixture(scope="module", autouse=True)
 def spark_node(deployment: OperatorDeployment) -> Iterator[Future[str]]:
-    """The worker no broker runs on, where the Spark test runs its pipeline, once the
-    Spark image is loaded into it. The load (a minute or more) runs in the background
-    from the module's first test on, beside the light tests before the Spark test."""
+    """The worker no broker runs on, where the Spark test keeps its pipeline's checkpoint
+    (so its driver and executors run there), once the Spark image is loaded into every
+    worker: the operator's submitter Jobs and the tick pods may land on any of them. The
+    load (a minute or more) runs in the background from the module's first test on,
+    beside the light tests before the Spark test."""
     brokers_on = {p["spec"]["nodeName"] for p in broker_pods(deployment).values()}
-    node = next(n for n in deployment.cluster.workers() if n not in brokers_on)
+    workers = deployment.cluster.workers()
+    node = next(n for n in workers if n not in brokers_on)
 
     def load() -> str:
-        deployment.cluster.load(spark_image(), nodes=[node])
+        deployment.cluster.load(spark_image(), nodes=workers)
         return node
 
     with ThreadPoolExecutor(1) as pool:
@@ -210,7 +213,7 @@ def test_a_spark_pipeline_runs_as_a_consumer_group_restarts_and_replays(
     and every bar is computed anew."""
     progress = Progress(pytestconfig)
     node = spark_node.result(timeout=600)
-    progress.done(f"waited for the Spark image in {node}, loaded in the background")
+    progress.done("waited for the Spark image, loaded into the workers in the background")
     pipeline = SparkPipeline(deployment, spark_image(), node)
     pipeline.install()
     try:
