@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import os
 import resource
@@ -17,6 +18,7 @@ import sys
 from tidelog.controller.zk_client import BrokerIdTakenError, ZooKeeperUnavailableError
 from tidelog.server.config import BrokerConfig, ConfigError
 from tidelog.server.env_overrides import load_config
+from tidelog.server.idle_poll import new_event_loop
 
 __all__ = ["main"]
 
@@ -73,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         for key in config.unknown:
             log.warning("unknown config %r ignored", key)
         _raise_open_files_limit()
-        asyncio.run(_run(config))
+        loop_factory = functools.partial(new_event_loop, config["socket.idle.poll.us"])
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            runner.run(_run(config))
     except (ConfigError, BrokerIdTakenError, ZooKeeperUnavailableError) as error:
         # ZooKeeper unavailable here means at start-up; later the client retries.
         print(f"tidelog-server: {error}", file=sys.stderr)

@@ -12,6 +12,9 @@ empty. A draining directory takes no new partition, and the broker moves every r
 off it to its other directories (AlterReplicaLogDirs moves, a few at a time); each entry
 set must be one of ``log.dirs``. An entry read from ZooKeeper that names a directory the
 broker no longer has (removed after it was drained) is ignored with a warning.
+
+``socket.idle.poll.us`` (tidelog's own, read-only): how long the event loop polls for
+more work before it sleeps (:mod:`tidelog.server.idle_poll`); 0 turns polling off.
 """
 
 from __future__ import annotations
@@ -137,6 +140,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = _keys(
     ConfigKey("socket.receive.buffer.bytes", "int", 102400),
     ConfigKey("socket.connection.setup.timeout.ms", "long", 10000),
     ConfigKey("connections.max.idle.ms", "long", 600000),
+    ConfigKey(
+        "socket.idle.poll.us",
+        "int",
+        200,
+        doc="How long the network loop polls for more work before it sleeps; 0: never.",
+    ),
     ConfigKey("num.network.threads", "int", 3, _C),
     ConfigKey("num.io.threads", "int", 8, _C),
     ConfigKey("num.recovery.threads.per.data.dir", "int", 1, _C),
@@ -275,6 +284,7 @@ _LOWER_BOUNDS = {
     "replication.quota.window.num": 1,
     "replication.quota.window.size.seconds": 1,
     "max.incremental.fetch.session.cache.slots": 0,
+    "socket.idle.poll.us": 0,
 }
 
 _CONTINUATION = re.compile(r"(?<!\\)(\\\\)*\\$")
