@@ -48,6 +48,11 @@ PARTITIONS = 6
 LIBRARIES = ("kafka-python", "confluent", "aiokafka")
 TESTS_DIR = Path(__file__).resolve().parents[1]
 
+# A client-log line about the member's place in the group (kafka-python's and aiokafka's
+# coordinator loggers, librdkafka's CGRP facility); heartbeats and metadata refreshes
+# (which count the coordinators they know) aside.
+MEMBERSHIP_LINE = re.compile(r"join|sync|leave|coordinator|rebalanc|CGRP", re.IGNORECASE)
+ROUTINE_LINE = re.compile(r"heartbeat|Updated metadata", re.IGNORECASE)
 # A gdb backtrace line ("#3  0x00007f... in rd_kafka_x () from ...", or without the address),
 # a thread's header line ('Thread 2 (Thread 0x7f... (LWP 18086) "rdk:main"):'), and the
 # glibc functions of a thread blocked on a mutex or a read-write lock.
@@ -307,6 +312,16 @@ class Member:
     def stderr(self) -> str:
         return self.stderr_path.read_text(errors="replace")[-3000:]
 
+    def membership_log(self, limit: int = 20) -> str:
+        """The last ``limit`` lines of the whole client log about joining, syncing and
+        leaving the group: for a member that went quiet, what it did last as a member,
+        which the end of its log (metadata refreshes) no longer shows."""
+        lines = self.stderr_path.read_text(errors="replace").splitlines()
+        wanted = [
+            line for line in lines if MEMBERSHIP_LINE.search(line) and not ROUTINE_LINE.search(line)
+        ]
+        return "\n".join(wanted[-limit:])
+
 
 @pytest.fixture
 def spawn(tmp_path):
@@ -440,13 +455,16 @@ def settled(
 
 @contextlib.contextmanager
 def member_logs_on_failure(members: list[Member]):
-    """A failed wait shows the end of each member's client log (its stderr) and, for a
-    member still running, which of its threads wait for a lock."""
+    """A failed wait shows each member's last group-membership lines and the end of its
+    client log (its stderr) and, for a member still running, which of its threads wait
+    for a lock."""
     try:
         yield
     except AssertionError as error:
         logs = "\n".join(
-            f"--- {m.name}: {threads_waiting_for_locks(m)}\n{m.stderr()[-1500:]}" for m in members
+            f"--- {m.name}: {threads_waiting_for_locks(m)}\n"
+            f"membership:\n{m.membership_log()}\nend of log:\n{m.stderr()[-1500:]}"
+            for m in members
         )
         raise AssertionError(f"{error}\n{logs}") from None
 
