@@ -5,10 +5,11 @@ back; when a client's next request comes a moment later, the kernel (and on a vi
 machine the hypervisor) must first wake that core and the loop's thread. For a client
 that waits for each answer before it asks again (a sync offset commit, a producer with
 one request in flight) that wake-up is a large part of every round trip. Measured on
-the 2-core bench machine (``make bench`` S10, sync commits): 4,180 commits/s with a
-round-trip p50 of 0.23 ms when the broker sleeps between requests, 6,130/s and
-0.157 ms when it polls 200 µs first. Seastar's reactor, under the Kafka-compatible
-Redpanda, polls the same way before it sleeps (its ``--idle-poll-time-us``).
+the 2-core bench machine with S10's sync commits (``bench/groupload.py commit``, tidelog
+alone, three starts each): 4,180 commits/s with a round-trip p50 of 0.23 ms when the
+broker sleeps between requests, 6,130/s and 0.157 ms when it polls 200 µs first.
+Seastar's reactor, under the Kafka-compatible Redpanda, polls the same way before it
+sleeps (its ``--idle-poll-time-us``).
 
 ``socket.idle.poll.us`` (tidelog's own, read-only; 0 turns polling off) is the window.
 Polling costs a core only where it pays:
