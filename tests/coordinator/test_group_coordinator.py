@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tidelog.coordinator.committed_offsets import OffsetCommit
+from tidelog.coordinator.committed_offsets import CommitRequest, OffsetCommit
 from tidelog.coordinator.group import GroupState, JoinResult, SyncResult
 from tidelog.coordinator.group_coordinator import (
     OFFSETS_TOPIC,
@@ -39,6 +39,7 @@ from tidelog.coordinator.offsets_records import (
     encode_offset_value,
 )
 from tidelog.protocol.errors import ErrorCode
+from tidelog.records.batch import iter_batch_headers
 from tidelog.records.builder import build_batch
 from tidelog.replication.replica_manager import ReplicaManager
 from tidelog.storage.cleaner import CleanerConfig
@@ -187,7 +188,12 @@ class Broker:
         self, group: str, offsets: dict[tuple[str, int], int], generation=-1, member_id=""
     ) -> dict[tuple[str, int], E]:
         commits = {key: OffsetCommit(offset) for key, offset in offsets.items()}
-        return await self.coordinator.commit_offsets(group, generation, member_id, None, commits)
+        return await self.commit_request(group, generation, member_id, None, commits)
+
+    async def commit_request(self, *request, **options) -> dict[tuple[str, int], E]:
+        """The results of one OffsetCommit request (the fields of a ``CommitRequest``)."""
+        (results,) = await self.coordinator.commit_offsets([CommitRequest(*request, **options)])
+        return results
 
     def committed(self, group: str) -> dict[tuple[str, int], int]:
         error, found = self.coordinator.fetch_offsets(group, None)
@@ -660,7 +666,7 @@ def test_a_static_member_restarting_keeps_its_assignment_without_a_rebalance(run
         assert broker.heartbeat("g", 1, follower, instance_of[follower]) == E.FENCED_INSTANCE_ID
         stale = await broker.sync("g", 1, follower, instance_of[follower])
         assert stale.error == E.FENCED_INSTANCE_ID
-        stale_commit = await broker.coordinator.commit_offsets(
+        stale_commit = await broker.commit_request(
             "g", 1, follower, instance_of[follower], {("orders", 0): OffsetCommit(5)}
         )
         assert stale_commit == {("orders", 0): E.FENCED_INSTANCE_ID}
@@ -736,7 +742,7 @@ def test_offset_metadata_too_large_is_refused_for_that_partition_only(run):
             ("t", 1): OffsetCommit(2, metadata="é" * 6),  # 6 characters, 12 bytes
             ("t", 2): OffsetCommit(3, metadata=None),
         }
-        results = await broker.coordinator.commit_offsets("g", -1, "", None, offsets)
+        results = await broker.commit_request("g", -1, "", None, offsets)
         assert results == {
             ("t", 0): E.NONE,
             ("t", 1): E.OFFSET_METADATA_TOO_LARGE,
@@ -751,6 +757,56 @@ def test_offset_metadata_too_large_is_refused_for_that_partition_only(run):
     run(scenario, max_metadata_bytes=10)
 
 
+def batches_in(broker: Broker, partition: int) -> list:
+    """The batch headers of an offsets partition's log, in order."""
+    log = broker.replicas.partitions[(OFFSETS_TOPIC, partition)].log
+    return [h for s in log.segments for h in iter_batch_headers(s.log_path.read_bytes())]
+
+
+def test_commits_read_together_are_checked_one_by_one_and_appended_as_one_batch(run):
+    """A client's pipelined commits, handled as a burst: each request gets the answer it
+    would get alone, and those accepted cost one batch per offsets partition."""
+
+    async def scenario(broker: Broker) -> None:
+        group, elsewhere = group_on(0), group_on(1)
+        formed = await broker.form(group, 2)
+        a, b = formed.members
+        batches_before = {p: len(batches_in(broker, p)) for p in (0, 1)}
+        key, other = ("orders", 0), ("orders", 1)
+        requests = [
+            CommitRequest(group, 1, a, None, {key: OffsetCommit(1)}),
+            CommitRequest(group, 1, "stranger", None, {key: OffsetCommit(99)}),
+            CommitRequest(group, 1, b, None, {key: OffsetCommit(2), other: OffsetCommit(3)}),
+            CommitRequest(group, 0, a, None, {other: OffsetCommit(98)}),
+            CommitRequest(group, 1, a, None, {other: OffsetCommit(4, metadata="x" * 11)}),
+            CommitRequest(elsewhere, -1, "", None, {key: OffsetCommit(7)}),
+            CommitRequest(group, 1, a, None, {other: OffsetCommit(5), key: OffsetCommit(6)}),
+        ]
+        results = await broker.coordinator.commit_offsets(requests)
+        assert results == [
+            {key: E.NONE},
+            {key: E.UNKNOWN_MEMBER_ID},
+            {key: E.NONE, other: E.NONE},
+            {other: E.ILLEGAL_GENERATION},
+            {other: E.OFFSET_METADATA_TOO_LARGE},
+            {key: E.NONE},
+            {other: E.NONE, key: E.NONE},  # in the request's order
+        ]
+        assert list(results[-1]) == [other, key]
+        assert broker.committed(group) == {key: 6, other: 5}
+        assert broker.committed(elsewhere) == {key: 7}
+        # One batch on each partition, holding the accepted records in request order.
+        added = {p: batches_in(broker, p)[batches_before[p] :] for p in (0, 1)}
+        assert [h.records_count for h in added[0]] == [5]
+        assert [h.records_count for h in added[1]] == [1]
+        # Replayed from the log, the last commit of each partition counts.
+        await broker.restart()
+        assert broker.committed(group) == {key: 6, other: 5}
+        assert broker.committed(elsewhere) == {key: 7}
+
+    run(scenario, max_metadata_bytes=10)
+
+
 def test_fetch_all_offsets_or_those_of_given_partitions(run):
     async def scenario(broker: Broker) -> None:
         before = broker.clock()
@@ -758,7 +814,7 @@ def test_fetch_all_offsets_or_those_of_given_partitions(run):
             ("a", 0): OffsetCommit(5, leader_epoch=3, metadata="m"),
             ("b", 2): OffsetCommit(9),
         }
-        await broker.coordinator.commit_offsets("g", -1, "", None, offsets)
+        await broker.commit_request("g", -1, "", None, offsets)
         error, everything = broker.coordinator.fetch_offsets("g", None)
         assert error == E.NONE and set(everything) == {("a", 0), ("b", 2)}
         value = everything[("a", 0)]
@@ -882,7 +938,7 @@ def test_offsets_of_deleted_partitions_leave_every_group(run):
 
 def test_an_explicit_retention_time_of_a_commit_is_kept(run):
     async def scenario(broker: Broker) -> None:
-        await broker.coordinator.commit_offsets(
+        await broker.commit_request(
             "g", -1, "", None, {("t", 0): OffsetCommit(1)}, retention_ms=DAY_MS
         )
         await broker.commit("g", {("t", 1): 2})

@@ -10,6 +10,7 @@ Empty. Part of :class:`~tidelog.coordinator.group_coordinator.GroupCoordinator`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from tidelog.coordinator.group import Group, GroupState
@@ -20,7 +21,7 @@ from tidelog.coordinator.offsets_records import (
 )
 from tidelog.protocol.errors import ErrorCode
 
-__all__ = ["OffsetCommit", "OffsetsMixin"]
+__all__ = ["CommitRequest", "OffsetCommit", "OffsetsMixin"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,72 +38,115 @@ class OffsetCommit(NamedTuple):
     metadata: str | None = ""
 
 
+class CommitRequest(NamedTuple):
+    """One OffsetCommit request as the coordinator takes it."""
+
+    group_id: str
+    generation: int
+    member_id: str
+    instance_id: str | None
+    offsets: dict[TopicPartition, OffsetCommit]
+    retention_ms: int = -1
+
+
+class _Staged(NamedTuple):
+    """A checked commit whose records wait to be appended with the others of its burst."""
+
+    index: int  # of the commit in its burst
+    group: Group
+    values: dict[TopicPartition, OffsetValue]
+    records: list[tuple[bytes, bytes]]
+
+
 class OffsetsMixin:
     # -- offsets ------------------------------------------------------------------------------
 
     async def commit_offsets(
-        self,
-        group_id: str,
-        generation: int,
-        member_id: str,
-        instance_id: str | None,
-        offsets: dict[TopicPartition, OffsetCommit],
-        *,
-        retention_ms: int = -1,
-    ) -> dict[TopicPartition, ErrorCode]:
-        def everywhere(code: ErrorCode) -> dict[TopicPartition, ErrorCode]:
-            return dict.fromkeys(offsets, code)
+        self, requests: Sequence[CommitRequest]
+    ) -> list[dict[TopicPartition, ErrorCode]]:
+        """Commit requests: one, or a burst (a client's pipelined commits, read together);
+        each is checked in order as if it came alone, then the records of all that pass
+        go to each offsets partition in one batch, one append and one wait for the ISR
+        instead of one per request (the batch keeps their order, so the last commit of a
+        partition is the one replayed). Results per request, in its partitions' order."""
+        results: list[dict[TopicPartition, ErrorCode]] = [{} for _ in requests]
+        staged: dict[int, list[_Staged]] = {}
+        now = self._clock_ms()
+        for index, request in enumerate(requests):
+            group, error = self._committing_group(request)
+            if error:
+                results[index] = dict.fromkeys(request.offsets, error)
+                continue
+            values, records = self._offset_records(group, request, now, results[index])
+            if records:
+                staged.setdefault(group.partition, []).append(
+                    _Staged(index, group, values, records)
+                )
+        for partition, commits in staged.items():
+            error = await self._append(partition, [r for c in commits for r in c.records])
+            for commit in commits:
+                group = commit.group
+                if not error and self.groups.get(group.group_id) is group:
+                    group.offsets.update(commit.values)
+                results[commit.index].update(dict.fromkeys(commit.values, error))
+        return [
+            {key: found[key] for key in request.offsets}
+            for request, found in zip(requests, results, strict=True)
+        ]
 
-        error = self.check(group_id, allow_empty=True)
+    def _committing_group(self, request: CommitRequest) -> tuple[Group | None, ErrorCode]:
+        """The group a commit goes to, or the error that refuses it: a member of the
+        current generation commits; generation -1 commits into an Empty or new group."""
+        error = self.check(request.group_id, allow_empty=True)
         if error:
-            return everywhere(error)
-        group = self.groups.get(group_id)
+            return None, error
+        group = self.groups.get(request.group_id)
         if group is None:
-            if generation >= 0:
-                return everywhere(ErrorCode.ILLEGAL_GENERATION)
+            if request.generation >= 0:
+                return None, ErrorCode.ILLEGAL_GENERATION
             # A group that only stores offsets here (manual assignment, admin tools).
-            group = self.groups[group_id] = Group(
-                group_id, self.partition_for(group_id), self._clock_ms()
+            group = self.groups[request.group_id] = Group(
+                request.group_id, self.partition_for(request.group_id), self._clock_ms()
             )
         if group.is_in(State.DEAD):
-            return everywhere(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if group.fenced(member_id, instance_id):
-            return everywhere(ErrorCode.FENCED_INSTANCE_ID)
-        if not (generation < 0 and group.is_in(State.EMPTY)):
+            return None, ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group.fenced(request.member_id, request.instance_id):
+            return None, ErrorCode.FENCED_INSTANCE_ID
+        if not (request.generation < 0 and group.is_in(State.EMPTY)):
             if group.is_in(State.COMPLETING_REBALANCE):
-                return everywhere(ErrorCode.REBALANCE_IN_PROGRESS)
-            member = group.members.get(member_id)
+                return None, ErrorCode.REBALANCE_IN_PROGRESS
+            member = group.members.get(request.member_id)
             if member is None:
-                return everywhere(ErrorCode.UNKNOWN_MEMBER_ID)
-            if generation != group.generation:
-                return everywhere(ErrorCode.ILLEGAL_GENERATION)
+                return None, ErrorCode.UNKNOWN_MEMBER_ID
+            if request.generation != group.generation:
+                return None, ErrorCode.ILLEGAL_GENERATION
             self._schedule_session(group, member)
-        return await self._store_offsets(group, offsets, retention_ms)
+        return group, ErrorCode.NONE
 
-    async def _store_offsets(
-        self, group: Group, offsets: dict[TopicPartition, OffsetCommit], retention_ms: int
-    ) -> dict[TopicPartition, ErrorCode]:
-        now = self._clock_ms()
+    def _offset_records(
+        self,
+        group: Group,
+        request: CommitRequest,
+        now: int,
+        refused: dict[TopicPartition, ErrorCode],
+    ) -> tuple[dict[TopicPartition, OffsetValue], list[tuple[bytes, bytes]]]:
+        """The values and ``__consumer_offsets`` records of a commit's partitions; those
+        whose metadata is too long go into ``refused`` instead."""
+        retention_ms = request.retention_ms
         expire_timestamp = now + retention_ms if retention_ms >= 0 else -1
         max_metadata_bytes = self.config.max_metadata_bytes
-        results: dict[TopicPartition, ErrorCode] = {}
         values: dict[TopicPartition, OffsetValue] = {}
         records: list[tuple[bytes, bytes]] = []
-        for key, commit in offsets.items():
+        for key, commit in request.offsets.items():
             metadata = commit.metadata or ""
             if metadata and len(metadata.encode()) > max_metadata_bytes:
-                results[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                refused[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 continue
             value = values[key] = OffsetValue(
                 commit.offset, commit.leader_epoch, metadata, now, expire_timestamp
             )
             records.append((encode_offset_key(group.group_id, *key), encode_offset_value(value)))
-        if records:
-            error = await self._append(group.partition, records)
-            if not error and self.groups.get(group.group_id) is group:
-                group.offsets.update(values)
-            results.update(dict.fromkeys(values, error))
-        return {key: results[key] for key in offsets}
+        return values, records
 
     def fetch_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None

@@ -3,11 +3,16 @@ answered by the group coordinator."""
 
 from __future__ import annotations
 
-from tidelog.coordinator.committed_offsets import OffsetCommit
+from tidelog.coordinator.committed_offsets import CommitRequest, OffsetCommit
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
 
-__all__ = ["handle_offset_commit", "handle_offset_delete", "handle_offset_fetch"]
+__all__ = [
+    "handle_offset_commit",
+    "handle_offset_commits",
+    "handle_offset_delete",
+    "handle_offset_fetch",
+]
 
 OffsetCommitResponse = response_class(ApiKey.OFFSET_COMMIT)
 OffsetFetchResponse = response_class(ApiKey.OFFSET_FETCH)
@@ -38,10 +43,39 @@ def _error_topics(topic_class, partition_class, results: dict) -> list:
 
 
 async def handle_offset_commit(broker, header, request, context):
-    """Commits to partitions the cluster does not have (a topic unknown, or deleted, a
+    (response,) = await handle_offset_commits(broker, [(header, request)], context)
+    return response
+
+
+async def handle_offset_commits(broker, requests, context) -> list:
+    """OffsetCommit requests of one connection, read together: their responses, in order.
+
+    Commits to partitions the cluster does not have (a topic unknown, or deleted, a
     partition past its count) are answered UNKNOWN_TOPIC_OR_PARTITION, each, and stored
-    nowhere, as Kafka does; the others in the same request go to the coordinator."""
-    version = header.request_api_version
+    nowhere, as Kafka does; the others go to the coordinator, all the requests' at once
+    (it appends them together)."""
+    commits, unknowns = [], []
+    for header, request in requests:
+        commit, unknown = _commit_request(broker, header.request_api_version, request)
+        commits.append(commit)
+        unknowns.append(unknown)
+    stored = iter(await broker.group_coordinator.commit_offsets(list(filter(None, commits))))
+    # Requests with the same results (a member's commits in a row) share one response.
+    responses: dict[tuple, object] = {}
+    answers = []
+    for commit, unknown in zip(commits, unknowns, strict=True):
+        results = (next(stored) if commit else {}) | unknown
+        key = tuple(results.items())
+        response = responses.get(key)
+        if response is None:
+            response = responses[key] = _offset_commit_response(results)
+        answers.append(response)
+    return answers
+
+
+def _commit_request(broker, version: int, request) -> tuple[CommitRequest | None, dict]:
+    """The coordinator's part of a request (None if no partition of it exists) and the
+    errors of the partitions that do not exist."""
     offsets, unknown = {}, {}
     for topic in request.topics:
         for p in topic.partitions:
@@ -53,8 +87,8 @@ async def handle_offset_commit(broker, header, request, context):
                     p.committed_offset, p.committed_leader_epoch, p.committed_metadata
                 )
     if not offsets:
-        return _offset_commit_response(unknown)
-    results = await broker.group_coordinator.commit_offsets(
+        return None, unknown
+    commit = CommitRequest(
         request.group_id,
         # v0 commits carry no generation: they are a plain store of offsets.
         request.generation_id_or_member_epoch if version >= 1 else -1,
@@ -63,7 +97,7 @@ async def handle_offset_commit(broker, header, request, context):
         offsets,
         retention_ms=request.retention_time_ms if 2 <= version <= 4 else -1,
     )
-    return _offset_commit_response(results | unknown)
+    return commit, unknown
 
 
 def _offset_commit_response(results: dict) -> object:
