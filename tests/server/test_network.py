@@ -6,7 +6,7 @@ import struct
 import pytest
 
 from tidelog.records import build_batch
-from tidelog.server.network import CloseConnection, SocketServer
+from tidelog.server.network import MAX_BURST, CloseConnection, SocketServer
 from tidelog.storage.log import Log
 
 
@@ -29,16 +29,43 @@ async def started(handler, **kwargs):
     return server, port
 
 
+async def exchange(server: SocketServer, port: int, requests: list[bytes]) -> list[bytes]:
+    """Send ``requests`` in one write, then read as many answers."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"".join(frame(r) for r in requests))
+    answers = [await asyncio.wait_for(read_frame(reader), 5) for _ in requests]
+    writer.close()
+    await server.close()
+    return answers
+
+
 async def pipelined(handler, count: int) -> tuple[list[bytes], list[bytes]]:
     """Send ``count`` requests in one write, then read as many answers."""
     server, port = await started(handler)
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
     requests = [f"request-{i}".encode() for i in range(count)]
-    writer.write(b"".join(frame(r) for r in requests))
-    answers = [await read_frame(reader) for _ in requests]
-    writer.close()
-    await server.close()
-    return requests, answers
+    return requests, await exchange(server, port, requests)
+
+
+class Bursts:
+    """A burst handler for requests starting with ``B``: answers them all at once, or
+    gives them back (``answers=False``) to be handled one by one; keeps each burst."""
+
+    def __init__(self, *, answers: bool = True):
+        self.answers = answers
+        self.bursts: list[list[bytes]] = []
+
+    def joins_burst(self, frame: bytes) -> bool:
+        return frame[:1] == b"B"
+
+    async def handle_burst(self, frames, context):
+        self.bursts.append(list(frames))
+        return [[frame(b"burst:" + f)] for f in frames] if self.answers else None
+
+
+async def alone(payload, context):
+    if payload == b"Bbad":
+        raise CloseConnection("a request this connection cannot go on after")
+    return [frame(b"alone:" + payload)]
 
 
 def test_pipelined_requests_are_answered_in_order():
@@ -66,6 +93,85 @@ def test_answers_to_a_pipelined_burst_leave_in_few_writes(monkeypatch):
     assert answers == [b"re:" + r for r in requests]
     server_writes = [w for w in writes if b"re:" in w]  # the client's own write has none
     assert len(server_writes) <= 5, f"{len(server_writes)} writes for 50 pipelined answers"
+
+
+def test_pipelined_requests_the_burst_handler_takes_are_handled_together():
+    bursts = Bursts()
+    requests = [b"B1", b"B2", b"B3", b"x4", b"B5", b"B6", b"x7", b"B8"]
+
+    async def main():
+        server = SocketServer(alone, max_request_bytes=1 << 20, idle_timeout_ms=-1, bursts=bursts)
+        port = await server.listen("PLAINTEXT", "127.0.0.1", 0)
+        return await exchange(server, port, requests)
+
+    answers = asyncio.run(main())
+    assert bursts.bursts == [[b"B1", b"B2", b"B3"], [b"B5", b"B6"]]
+    assert answers == [
+        *(b"burst:" + r for r in requests[:3]),
+        b"alone:x4",
+        b"burst:B5",
+        b"burst:B6",
+        b"alone:x7",
+        b"alone:B8",  # nothing waits behind it: no burst of one
+    ]
+
+
+def test_a_burst_holds_at_most_max_burst_requests():
+    bursts = Bursts()
+    requests = [f"B{i}".encode() for i in range(MAX_BURST + 10)]
+
+    async def main():
+        server = SocketServer(alone, max_request_bytes=1 << 20, idle_timeout_ms=-1, bursts=bursts)
+        port = await server.listen("PLAINTEXT", "127.0.0.1", 0)
+        return await exchange(server, port, requests)
+
+    answers = asyncio.run(main())
+    assert [len(b) for b in bursts.bursts] == [MAX_BURST, 10]
+    assert answers == [b"burst:" + r for r in requests]
+
+
+def test_a_burst_given_back_is_handled_request_by_request(caplog):
+    """As when a request of it does not decode: the answers before the request that
+    closes the connection are sent, then the connection closes."""
+    bursts = Bursts(answers=False)
+
+    async def main():
+        server = SocketServer(alone, max_request_bytes=1 << 20, idle_timeout_ms=-1, bursts=bursts)
+        port = await server.listen("PLAINTEXT", "127.0.0.1", 0)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(b"B1") + frame(b"B2") + frame(b"Bbad") + frame(b"B4"))
+        answers = [await asyncio.wait_for(read_frame(reader), 5) for _ in range(2)]
+        rest = await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        await server.close()
+        return answers, rest
+
+    answers, rest = asyncio.run(main())
+    assert bursts.bursts == [[b"B1", b"B2", b"Bbad", b"B4"]]
+    assert answers == [b"alone:B1", b"alone:B2"]
+    assert rest == b""  # then closed
+    assert "a request this connection cannot go on after" in caplog.text
+
+
+def test_a_frame_over_the_limit_ends_a_burst_and_then_the_connection(caplog):
+    bursts = Bursts()
+
+    async def main():
+        server = SocketServer(alone, max_request_bytes=64, idle_timeout_ms=-1, bursts=bursts)
+        port = await server.listen("PLAINTEXT", "127.0.0.1", 0)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(b"B1") + frame(b"B2") + frame(b"B" * 65) + frame(b"B4"))
+        answers = [await asyncio.wait_for(read_frame(reader), 5) for _ in range(2)]
+        rest = await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        await server.close()
+        return answers, rest
+
+    answers, rest = asyncio.run(main())
+    assert bursts.bursts == [[b"B1", b"B2"]]
+    assert answers == [b"burst:B1", b"burst:B2"]
+    assert rest == b""
+    assert "frame of 65 bytes is outside" in caplog.text
 
 
 def test_a_held_answer_leaves_while_a_later_request_waits():

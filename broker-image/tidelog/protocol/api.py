@@ -49,7 +49,9 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "encode_response_body",
     "encode_response_chunks",
+    "frame_response_body",
     "request_class",
     "request_codec",
     "request_header_version",
@@ -369,15 +371,36 @@ def _encode(parts: list, codec: Codec, value: Any, what: str) -> None:
 def _response_parts(
     header: Any, api_key: int, api_version: int, body: Any, strict: bool = True
 ) -> list:
+    parts = _response_header_parts(header, api_key, api_version)
+    parts += encode_response_body(api_key, api_version, body, strict=strict)
+    return parts
+
+
+def _response_header_parts(header: Any, api_key: int, api_version: int) -> list:
     if isinstance(header, int):
         header = ResponseHeader(correlation_id=header)
     elif not isinstance(header, ResponseHeader):
         header = ResponseHeader(correlation_id=header.correlation_id)
-    codec = response_codec(api_key, api_version, strict=strict)
     parts: list = []
     header_codec = RESPONSE_HEADER_CODECS[response_header_version(api_key, api_version)]
     _encode(parts, header_codec, header, "ResponseHeader")
+    return parts
+
+
+def encode_response_body(api_key: int, api_version: int, body: Any, *, strict: bool = True) -> list:
+    """A response body as pieces, without header and size prefix: encoded once for a
+    body that answers several requests, each framed with :func:`frame_response_body`."""
+    codec = response_codec(api_key, api_version, strict=strict)
+    parts: list = []
     _encode(parts, codec, body, f"{codec.name} v{api_version}")
+    return parts
+
+
+def frame_response_body(header: Any, api_key: int, api_version: int, body_parts: list) -> list:
+    """:func:`encode_response_chunks` of a body :func:`encode_response_body` encoded."""
+    parts = _response_header_parts(header, api_key, api_version)
+    parts += body_parts
+    parts.insert(0, p.INT32.pack(sum(map(len, parts))))
     return parts
 
 
@@ -395,10 +418,8 @@ def encode_response_chunks(
     """The size prefix and the response frame as pieces to write in order; records values
     are passed through uncopied, so the pieces may be ``memoryview`` or other objects.
     ``strict=False`` leaves out fields ``api_version`` lacks (see ``response_codec``)."""
-    parts = _response_parts(header, api_key, api_version, body, strict)
-    size = sum(map(len, parts))
-    parts.insert(0, p.INT32.pack(size))
-    return parts
+    body_parts = encode_response_body(api_key, api_version, body, strict=strict)
+    return frame_response_body(header, api_key, api_version, body_parts)
 
 
 # --------------------------------------------------------------------------------------

@@ -193,6 +193,7 @@ class Broker:
             idle_timeout_ms=config["connections.max.idle.ms"],
             send_buffer_bytes=config["socket.send.buffer.bytes"],
             receive_buffer_bytes=config["socket.receive.buffer.bytes"],
+            bursts=self.dispatcher,
         )
         try:
             for name, host, port in config.listeners:

@@ -5,13 +5,23 @@ unknown version gets the v0 body with UNSUPPORTED_VERSION and our ranges; any ot
 undecodable request (unknown API, unsupported version, malformed body) closes that
 connection with a log line naming the client, because no response the client could
 read exists for it.
+
+Requests of an API in ``BURST_HANDLERS`` that a client pipelined, read together from its
+connection, are handled together (:meth:`RequestDispatcher.handle_burst`): a burst of
+OffsetCommits costs one append to ``__consumer_offsets``.
 """
 
 from __future__ import annotations
 
 import logging
 
-from tidelog.protocol import ApiKey, decode_request, encode_response_chunks
+from tidelog.protocol import (
+    ApiKey,
+    decode_request,
+    encode_response_body,
+    encode_response_chunks,
+    frame_response_body,
+)
 from tidelog.protocol.errors import RemoteProtocolError, UnsupportedVersionError
 from tidelog.server.handlers.api_versions import (
     handle_api_versions,
@@ -45,6 +55,7 @@ from tidelog.server.handlers.group_membership import (
 )
 from tidelog.server.handlers.group_offsets import (
     handle_offset_commit,
+    handle_offset_commits,
     handle_offset_delete,
     handle_offset_fetch,
 )
@@ -66,7 +77,7 @@ from tidelog.server.handlers.stop_replica import handle_stop_replica
 from tidelog.server.handlers.update_metadata import handle_update_metadata
 from tidelog.server.network import CloseConnection, ConnectionContext
 
-__all__ = ["HANDLERS", "RequestDispatcher"]
+__all__ = ["BURST_HANDLERS", "HANDLERS", "RequestDispatcher"]
 
 logger = logging.getLogger(__name__)
 
@@ -108,12 +119,55 @@ HANDLERS = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
 }
 
+# APIs whose pipelined requests are handled together: (broker, [(header, body)], context)
+# -> a response for each, in order.
+BURST_HANDLERS = {ApiKey.OFFSET_COMMIT: handle_offset_commits}
+
 
 class RequestDispatcher:
     def __init__(self, broker, handlers=None):
         self.broker = broker
         self.handlers = dict(handlers or HANDLERS)
+        self.burst_handlers = {
+            key: handler
+            for key, handler in BURST_HANDLERS.items()
+            if self.handlers.get(key) is HANDLERS[key]
+        }
         broker.advertised_versions = version_ranges(self.handlers)
+
+    def joins_burst(self, frame: bytes | bytearray | memoryview) -> bool:
+        """Whether the request in ``frame`` may be handled in a burst (its API key, the
+        frame's first two bytes, has a burst handler)."""
+        return len(frame) >= 2 and int.from_bytes(frame[:2], "big") in self.burst_handlers
+
+    async def handle_burst(self, frames: list, context: ConnectionContext) -> list | None:
+        """The responses to requests that :meth:`joins_burst` accepted, all of one API,
+        handled together; None when one of them does not decode, and then each must be
+        handled alone (so that it closes the connection after the answers before it)."""
+        await self.broker.ready.wait()
+        requests = []
+        for frame in frames:
+            try:
+                requests.append(decode_request(frame))
+            except RemoteProtocolError:
+                return None
+        api_key = requests[0][0].request_api_key
+        if any(header.request_api_key != api_key for header, _ in requests):
+            return None
+        responses = await self.burst_handlers[api_key](self.broker, requests, context)
+        # A burst handler gives requests with the same answer one response object: its
+        # body is encoded once.
+        bodies: dict[tuple[int, int], list] = {}
+        answers = []
+        for (header, _), response in zip(requests, responses, strict=True):
+            version = header.request_api_version
+            body = bodies.get((id(response), version))
+            if body is None:
+                body = bodies[id(response), version] = encode_response_body(
+                    api_key, version, response, strict=False
+                )
+            answers.append(frame_response_body(header, api_key, version, body))
+        return answers
 
     async def __call__(self, frame: bytes, context: ConnectionContext):
         await self.broker.ready.wait()

@@ -15,11 +15,18 @@ are then held and leave together, one send for a burst instead of one each: held
 responses are written with the next response that is not held, or as soon as the
 connection's task waits (for the client, or inside a handler), so holding never delays
 a response behind a slow request.
+
+Requests the ``bursts`` handler takes (OffsetCommit) are handled together when the
+client pipelined them: the whole frames of such requests already waiting behind the one
+read go with it to :meth:`BurstHandler.handle_burst`, which answers all at once (a
+burst of commits costs one append), and their responses leave together. Handling starts
+in request order and the answers leave in it, as for requests handled alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
 import logging
@@ -27,10 +34,17 @@ import os
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from tidelog.storage.file_records import FileSlice
 
-__all__ = ["CloseConnection", "ConnectionContext", "ResponsePart", "SocketServer"]
+__all__ = [
+    "BurstHandler",
+    "CloseConnection",
+    "ConnectionContext",
+    "ResponsePart",
+    "SocketServer",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +52,9 @@ ResponsePart = bytes | bytearray | memoryview | FileSlice
 Handler = Callable[[bytes, "ConnectionContext"], Awaitable[Sequence[ResponsePart] | None]]
 
 _ids = itertools.count(1)
+
+# Pipelined requests handled together at most: a burst's first answer waits for its last.
+MAX_BURST = 64
 
 
 class CloseConnection(Exception):
@@ -72,6 +89,27 @@ def _request_waiting(reader: asyncio.StreamReader) -> bool:
     return len(buffered) >= 4 and len(buffered) - 4 >= int.from_bytes(buffered[:4], "big")
 
 
+def _waiting_frame(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    """The size and first bytes (a request's API key and version) of the whole frame
+    waiting in ``reader``'s buffer; size -1 when no whole frame waits."""
+    if not _request_waiting(reader):
+        return -1, b""
+    buffered = reader._buffer
+    return int.from_bytes(buffered[:4], "big"), bytes(buffered[4:8])
+
+
+class BurstHandler(Protocol):
+    """Handles pipelined requests of some kinds together (the request dispatcher)."""
+
+    def joins_burst(self, frame: bytes) -> bool:
+        """Whether the request a frame starts with may be handled in a burst."""
+
+    async def handle_burst(
+        self, frames: list[bytes], context: ConnectionContext
+    ) -> list[Sequence[ResponsePart] | None] | None:
+        """A response for each frame, in order; None to have each handled alone."""
+
+
 class SocketServer:
     def __init__(
         self,
@@ -81,8 +119,10 @@ class SocketServer:
         idle_timeout_ms: int,
         send_buffer_bytes: int = -1,
         receive_buffer_bytes: int = -1,
+        bursts: BurstHandler | None = None,
     ):
         self._handler = handler
+        self._bursts = bursts
         self._max_request_bytes = max_request_bytes
         self._idle_timeout = idle_timeout_ms / 1000 if idle_timeout_ms >= 0 else None
         self._send_buffer = send_buffer_bytes
@@ -123,6 +163,9 @@ class SocketServer:
     async def _serve(self, reader, writer, context: ConnectionContext, connection) -> None:
         loop = asyncio.get_running_loop()
         held: list[ResponsePart] = []
+        # Frames of a burst the burst handler gave back, to be handled one by one.
+        unanswered: collections.deque[bytes] = collections.deque()
+        bursts = self._bursts
 
         def write_held() -> None:
             if held and not writer.transport.is_closing():
@@ -131,15 +174,33 @@ class SocketServer:
 
         try:
             while True:
-                frame = await self._read_frame(reader, context)
-                if frame is None:
-                    return
+                if unanswered:
+                    frame = unanswered.popleft()
+                else:
+                    frame = await self._read_frame(reader, context)
+                    if frame is None:
+                        return
                 connection.busy = True
-                parts = await self._handler(frame, context)
+                if (
+                    bursts is not None
+                    and not unanswered
+                    and _request_waiting(reader)
+                    and bursts.joins_burst(frame)
+                ):
+                    frames = await self._read_burst(frame, reader, context)
+                    answers = await bursts.handle_burst(frames, context)
+                    if answers is None:
+                        unanswered.extend(frames)
+                        continue
+                    parts = [part for answer in answers if answer for part in answer]
+                else:
+                    parts = await self._handler(frame, context)
                 connection.busy, connection.last_active = False, loop.time()
                 if not parts:
                     continue
-                if _request_waiting(reader) and not any(type(p) is FileSlice for p in parts):
+                if (unanswered or _request_waiting(reader)) and not any(
+                    type(p) is FileSlice for p in parts
+                ):
                     if not held:
                         loop.call_soon(write_held)  # runs once this task waits
                     held.extend(parts)
@@ -200,6 +261,17 @@ class SocketServer:
                 if not connection.busy and connection.last_active < deadline:
                     connection.expired = True
                     connection.task.cancel()
+
+    async def _read_burst(self, frame: bytes, reader: asyncio.StreamReader, context) -> list:
+        """``frame`` and the whole frames waiting behind it that the burst handler takes
+        (up to ``MAX_BURST``): read without waiting for the client."""
+        frames = [frame]
+        while len(frames) < MAX_BURST:
+            size, head = _waiting_frame(reader)
+            if size < 0 or size > self._max_request_bytes or not self._bursts.joins_burst(head):
+                break
+            frames.append(await self._read_frame(reader, context))
+        return frames
 
     async def _read_frame(self, reader: asyncio.StreamReader, context) -> bytes | None:
         try:
