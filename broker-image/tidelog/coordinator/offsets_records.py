@@ -394,10 +394,16 @@ def encode_offset_value(value: OffsetValue, *, version: int | None = None) -> by
 
 
 _OFFSET_VALUE_V3_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata length
+# The same, then the commit timestamp: the whole value when the metadata is empty.
+_OFFSET_VALUE_V3_NO_METADATA = struct.Struct(">hqihq")
 
 
 def _offset_value_v3(value: OffsetValue) -> bytes:
     """OffsetCommitValue v3 in one piece: the layout of the general writer above."""
+    if not value.metadata:  # what consumers commit: one pack
+        return _OFFSET_VALUE_V3_NO_METADATA.pack(
+            OFFSET_VALUE_VERSION, value.offset, value.leader_epoch, 0, value.commit_timestamp
+        )
     metadata = value.metadata.encode("utf-8")
     if len(metadata) > _MAX_STRING_BYTES:
         raise ValueError("metadata too long")  # the general writer says so properly

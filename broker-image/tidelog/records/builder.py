@@ -223,17 +223,26 @@ def build_keyed_batch(pairs: Sequence[tuple[bytes, bytes | None]], timestamp: in
     if not pairs:
         raise ValueError("build_keyed_batch needs at least one record")
     parts = []
-    append = parts.append
     for offset_delta, (key, value) in enumerate(pairs):
-        # attributes 0 and timestampDelta 0, then offsetDelta, key and value
-        body = [b"\x00\x00", _varint(offset_delta), _varint(len(key)), key]
+        # length, attributes 0 and timestampDelta 0, then offsetDelta, key and value:
+        # pieces of one join for the whole batch, the length summed from their sizes
+        delta, key_size = _varint(offset_delta), _varint(len(key))
         if value is None:
-            body.append(_NULL_TAIL)
+            size = 2 + len(delta) + len(key_size) + len(key) + len(_NULL_TAIL)
+            parts += (_varint(size), b"\x00\x00", delta, key_size, key, _NULL_TAIL)
         else:
-            body += (_varint(len(value)), value, _NO_HEADERS)
-        record = b"".join(body)
-        append(_varint(len(record)))
-        append(record)
+            value_size = _varint(len(value))
+            size = 2 + len(delta) + len(key_size) + len(key) + len(value_size) + len(value) + 1
+            parts += (
+                _varint(size),
+                b"\x00\x00",
+                delta,
+                key_size,
+                key,
+                value_size,
+                value,
+                _NO_HEADERS,
+            )
     section = b"".join(parts)
     buffer = bytearray(BATCH_HEADER_SIZE + len(section))
     BATCH_HEADER_STRUCT.pack_into(
