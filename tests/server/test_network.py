@@ -95,16 +95,30 @@ def test_answers_to_a_pipelined_burst_leave_in_few_writes(monkeypatch):
     assert len(server_writes) <= 5, f"{len(server_writes)} writes for 50 pipelined answers"
 
 
+def with_bursts(bursts, requests, answers: int, *, closes=False, max_request_bytes=1 << 20):
+    """Send ``requests`` in one write to a server with ``bursts``; read ``answers``
+    answers and, if the server ``closes`` the connection, the rest it sends before."""
+
+    async def main():
+        server = SocketServer(
+            alone, max_request_bytes=max_request_bytes, idle_timeout_ms=-1, bursts=bursts
+        )
+        port = await server.listen("PLAINTEXT", "127.0.0.1", 0)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"".join(frame(r) for r in requests))
+        answered = [await asyncio.wait_for(read_frame(reader), 5) for _ in range(answers)]
+        rest = await asyncio.wait_for(reader.read(), 5) if closes else None
+        writer.close()
+        await server.close()
+        return answered, rest
+
+    return asyncio.run(main())
+
+
 def test_pipelined_requests_the_burst_handler_takes_are_handled_together():
     bursts = Bursts()
     requests = [b"B1", b"B2", b"B3", b"x4", b"B5", b"B6", b"x7", b"B8"]
-
-    async def main():
-        server = SocketServer(alone, max_request_bytes=1 << 20, idle_timeout_ms=-1, bursts=bursts)
-        port = await server.listen("PLAINTEXT", "127.0.0.1", 0)
-        return await exchange(server, port, requests)
-
-    answers = asyncio.run(main())
+    answers, _ = with_bursts(bursts, requests, len(requests))
     assert bursts.bursts == [[b"B1", b"B2", b"B3"], [b"B5", b"B6"]]
     assert answers == [
         *(b"burst:" + r for r in requests[:3]),
@@ -119,13 +133,7 @@ def test_pipelined_requests_the_burst_handler_takes_are_handled_together():
 def test_a_burst_holds_at_most_max_burst_requests():
     bursts = Bursts()
     requests = [f"B{i}".encode() for i in range(MAX_BURST + 10)]
-
-    async def main():
-        server = SocketServer(alone, max_request_bytes=1 << 20, idle_timeout_ms=-1, bursts=bursts)
-        port = await server.listen("PLAINTEXT", "127.0.0.1", 0)
-        return await exchange(server, port, requests)
-
-    answers = asyncio.run(main())
+    answers, _ = with_bursts(bursts, requests, len(requests))
     assert [len(b) for b in bursts.bursts] == [MAX_BURST, 10]
     assert answers == [b"burst:" + r for r in requests]
 
@@ -134,20 +142,9 @@ def test_a_burst_given_back_is_handled_request_by_request(caplog):
     """As when a request of it does not decode: the answers before the request that
     closes the connection are sent, then the connection closes."""
     bursts = Bursts(answers=False)
-
-    async def main():
-        server = SocketServer(alone, max_request_bytes=1 << 20, idle_timeout_ms=-1, bursts=bursts)
-        port = await server.listen("PLAINTEXT", "127.0.0.1", 0)
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(frame(b"B1") + frame(b"B2") + frame(b"Bbad") + frame(b"B4"))
-        answers = [await asyncio.wait_for(read_frame(reader), 5) for _ in range(2)]
-        rest = await asyncio.wait_for(reader.read(), 5)
-        writer.close()
-        await server.close()
-        return answers, rest
-
-    answers, rest = asyncio.run(main())
-    assert bursts.bursts == [[b"B1", b"B2", b"Bbad", b"B4"]]
+    requests = [b"B1", b"B2", b"Bbad", b"B4"]
+    answers, rest = with_bursts(bursts, requests, 2, closes=True)
+    assert bursts.bursts == [requests]
     assert answers == [b"alone:B1", b"alone:B2"]
     assert rest == b""  # then closed
     assert "a request this connection cannot go on after" in caplog.text
@@ -155,19 +152,8 @@ def test_a_burst_given_back_is_handled_request_by_request(caplog):
 
 def test_a_frame_over_the_limit_ends_a_burst_and_then_the_connection(caplog):
     bursts = Bursts()
-
-    async def main():
-        server = SocketServer(alone, max_request_bytes=64, idle_timeout_ms=-1, bursts=bursts)
-        port = await server.listen("PLAINTEXT", "127.0.0.1", 0)
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(frame(b"B1") + frame(b"B2") + frame(b"B" * 65) + frame(b"B4"))
-        answers = [await asyncio.wait_for(read_frame(reader), 5) for _ in range(2)]
-        rest = await asyncio.wait_for(reader.read(), 5)
-        writer.close()
-        await server.close()
-        return answers, rest
-
-    answers, rest = asyncio.run(main())
+    requests = [b"B1", b"B2", b"B" * 65, b"B4"]
+    answers, rest = with_bursts(bursts, requests, 2, closes=True, max_request_bytes=64)
     assert bursts.bursts == [[b"B1", b"B2"]]
     assert answers == [b"burst:B1", b"burst:B2"]
     assert rest == b""
