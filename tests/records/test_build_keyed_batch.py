@@ -25,3 +25,9 @@ def test_the_same_bytes_as_build_batch(pairs, timestamp):
 def test_an_empty_batch_is_refused():
     with pytest.raises(ValueError, match="at least one record"):
         build_keyed_batch([], 0)
+
+
+def test_the_same_bytes_with_offset_deltas_past_one_varint_byte():
+    """The coordinator appends a burst of commits as one batch of hundreds of records."""
+    pairs = [(f"key-{i}".encode(), None if i % 7 == 0 else b"v" * (i % 90)) for i in range(300)]
+    assert build_keyed_batch(pairs, 1) == build_batch(pairs, timestamp=1)

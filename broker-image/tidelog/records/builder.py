@@ -232,7 +232,8 @@ def build_keyed_batch(pairs: Sequence[tuple[bytes, bytes | None]], timestamp: in
             parts += (_varint(size), b"\x00\x00", delta, key_size, key, _NULL_TAIL)
         else:
             value_size = _varint(len(value))
-            size = 2 + len(delta) + len(key_size) + len(key) + len(value_size) + len(value) + 1
+            size = 2 + len(delta) + len(key_size) + len(key) + len(value_size) + len(value)
+            size += len(_NO_HEADERS)
             parts += (
                 _varint(size),
                 b"\x00\x00",
