@@ -81,21 +81,20 @@ class _Connection:
     expired: bool = False  # cancelled by the idle sweep, not by close()
 
 
+def _waiting_frame_size(reader: asyncio.StreamReader) -> int:
+    """The size of the next frame when ``reader`` holds all of it already, else -1.
+    Reads StreamReader's buffer (``_buffer``, the bytes received and not yet read,
+    unchanged since Python 3.4): the stream has no public way to peek."""
+    buffered = reader._buffer
+    if len(buffered) < 4:
+        return -1
+    size = int.from_bytes(buffered[:4], "big")
+    return size if len(buffered) - 4 >= size else -1
+
+
 def _request_waiting(reader: asyncio.StreamReader) -> bool:
-    """Whether ``reader`` holds a whole next frame already. Reads StreamReader's buffer
-    (``_buffer``, the bytes received and not yet read, unchanged since Python 3.4): the
-    stream has no public way to peek."""
-    buffered = reader._buffer
-    return len(buffered) >= 4 and len(buffered) - 4 >= int.from_bytes(buffered[:4], "big")
-
-
-def _waiting_frame(reader: asyncio.StreamReader) -> tuple[int, bytes]:
-    """The size and first bytes (a request's API key and version) of the whole frame
-    waiting in ``reader``'s buffer; size -1 when no whole frame waits."""
-    if not _request_waiting(reader):
-        return -1, b""
-    buffered = reader._buffer
-    return int.from_bytes(buffered[:4], "big"), bytes(buffered[4:8])
+    """Whether ``reader`` holds a whole next frame already."""
+    return _waiting_frame_size(reader) >= 0
 
 
 class BurstHandler(Protocol):
@@ -267,8 +266,11 @@ class SocketServer:
         (up to ``MAX_BURST``): read without waiting for the client."""
         frames = [frame]
         while len(frames) < MAX_BURST:
-            size, head = _waiting_frame(reader)
-            if size < 0 or size > self._max_request_bytes or not self._bursts.joins_burst(head):
+            size = _waiting_frame_size(reader)
+            if size < 0 or size > self._max_request_bytes:
+                break
+            # the waiting frame's first bytes (its API key), not yet read
+            if not self._bursts.joins_burst(bytes(reader._buffer[4:8])):
                 break
             frames.append(await self._read_frame(reader, context))
         return frames
