@@ -1,19 +1,25 @@
 """Asynchronous commits that a consumer (confluent-kafka) pipelines on its coordinator
 connection: every one is answered, in order, without error, the last one is what the
 group has, and the broker appended bursts of them as single batches to
-``__consumer_offsets`` (fewer batches than commits)."""
+``__consumer_offsets`` (fewer batches than commits). A malformed commit among pipelined
+ones closes the connection after the answers to those before it, as alone."""
 
 from __future__ import annotations
 
+import socket
+import struct
 import time
 
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from integration.clients import read_frame
 from integration.test_admin_apis import wait_until_serving
 from integration.test_commit_unknown_partitions import committed
 from tidelog.coordinator.group_coordinator import OFFSETS_TOPIC, partition_for
+from tidelog.protocol import ApiKey, RequestHeader, decode_response, encode_request
+from tidelog.protocol.errors import ErrorCode
 from tidelog.records.batch import iter_batch_headers
 
 COMMITS = 400
@@ -66,3 +72,53 @@ def test_pipelined_async_commits_are_all_answered_and_appended_in_bursts(broker)
     }
     appended = offsets_batches(broker, "pipelining") - before
     assert 1 <= appended < COMMITS, f"{appended} batches for {COMMITS} commits"
+
+
+def offset_commit_frame(correlation_id: int, group: str, offset: int) -> bytes:
+    """An OffsetCommit v8 of partition 0 of ``work``, with its size prefix."""
+    header = RequestHeader(
+        request_api_key=ApiKey.OFFSET_COMMIT,
+        request_api_version=8,
+        correlation_id=correlation_id,
+        client_id="pipelining",
+    )
+    body = {
+        "group_id": group,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "topics": [
+            {"name": "work", "partitions": [{"partition_index": 0, "committed_offset": offset}]}
+        ],
+    }
+    frame = encode_request(header, body)
+    return struct.pack(">i", len(frame)) + frame
+
+
+def test_a_malformed_commit_among_pipelined_ones_is_answered_as_if_alone(broker):
+    """The burst of the three commits behind the first does not decode: each is then
+    handled alone, so the two before the malformed one are answered and stored, and the
+    connection closes at it, with a log line, as for a malformed request alone."""
+    wait_until_serving(broker)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("work", 1, 1)])["work"].result(30)
+    assert committed(admin, "raw") == {}  # and the group's coordinator is loaded
+    malformed = offset_commit_frame(3, "raw", 30)
+    malformed = struct.pack(">i", len(malformed) - 4 - 9) + malformed[4:-9]  # body cut short
+    pipelined = [
+        offset_commit_frame(1, "raw", 10),
+        offset_commit_frame(2, "raw", 20),
+        malformed,
+        offset_commit_frame(4, "raw", 40),
+    ]
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as sock:
+        sock.sendall(b"".join(pipelined))
+        answers = [read_frame(sock) for _ in range(2)]
+        after = read_frame(sock)
+    assert None not in answers, "closed before answering the commits ahead of the malformed one"
+    responses = [decode_response(a, ApiKey.OFFSET_COMMIT, 8) for a in answers]
+    assert [header.correlation_id for header, _ in responses] == [1, 2]
+    codes = [p.error_code for _, body in responses for t in body.topics for p in t.partitions]
+    assert codes == [ErrorCode.NONE, ErrorCode.NONE]
+    assert after is None  # closed at the malformed commit
+    assert committed(admin, "raw") == {("work", 0): 20}
+    assert "OffsetCommitRequest v8: malformed body" in broker.log()
