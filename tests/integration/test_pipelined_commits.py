@@ -14,7 +14,7 @@ from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from integration.clients import read_frame
+from integration.clients import RawClient, read_frame
 from integration.test_admin_apis import wait_until_serving
 from integration.test_commit_unknown_partitions import committed
 from tidelog.coordinator.group_coordinator import OFFSETS_TOPIC, partition_for
@@ -122,3 +122,28 @@ def test_a_malformed_commit_among_pipelined_ones_is_answered_as_if_alone(broker)
     assert after is None  # closed at the malformed commit
     assert committed(admin, "raw") == {("work", 0): 20}
     assert "OffsetCommitRequest v8: malformed body" in broker.log()
+
+
+def test_a_malformed_commit_with_another_request_behind_it_closes_only_its_connection(
+    broker,
+):
+    """A malformed commit with a request of another API waiting behind it (a burst of one,
+    given back): the connection closes at the commit, with a log line, and the broker
+    goes on serving other connections."""
+    wait_until_serving(broker)
+    malformed = offset_commit_frame(1, "raw", 10)
+    malformed = struct.pack(">i", len(malformed) - 4 - 9) + malformed[4:-9]  # body cut short
+    header = RequestHeader(
+        request_api_key=ApiKey.API_VERSIONS,
+        request_api_version=3,
+        correlation_id=2,
+        client_id="pipelining",
+    )
+    probe = encode_request(header, {"client_software_name": "t", "client_software_version": "1"})
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as sock:
+        sock.sendall(malformed + struct.pack(">i", len(probe)) + probe)
+        assert read_frame(sock) is None  # closed at the malformed commit
+    assert "OffsetCommitRequest v8: malformed body" in broker.log()
+    with RawClient(broker.port) as client:
+        metadata = client.request(ApiKey.METADATA, 12, {"topics": None})
+    assert metadata.brokers

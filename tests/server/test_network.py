@@ -150,6 +150,16 @@ def test_a_burst_given_back_is_handled_request_by_request(caplog):
     assert "a request this connection cannot go on after" in caplog.text
 
 
+def test_the_last_request_of_a_burst_given_back_is_handled_alone_too():
+    """The request the handler does not take, waiting behind a burst given back, does
+    not make a new burst of the burst's last request (which would be given back again,
+    and again, without end)."""
+    bursts = Bursts(answers=False)
+    answers, _ = with_bursts(bursts, [b"B1", b"B2", b"x3"], 3)
+    assert bursts.bursts == [[b"B1", b"B2"]]
+    assert answers == [b"alone:B1", b"alone:B2", b"alone:x3"]
+
+
 def test_a_frame_over_the_limit_ends_a_burst_and_then_the_connection(caplog):
     bursts = Bursts()
     requests = [b"B1", b"B2", b"B" * 65, b"B4"]

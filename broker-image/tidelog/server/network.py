@@ -173,7 +173,8 @@ class SocketServer:
 
         try:
             while True:
-                if unanswered:
+                given_back = bool(unanswered)  # never in a burst again
+                if given_back:
                     frame = unanswered.popleft()
                 else:
                     frame = await self._read_frame(reader, context)
@@ -182,7 +183,7 @@ class SocketServer:
                 connection.busy = True
                 if (
                     bursts is not None
-                    and not unanswered
+                    and not given_back
                     and _request_waiting(reader)
                     and bursts.joins_burst(frame)
                 ):
