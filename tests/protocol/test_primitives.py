@@ -71,6 +71,10 @@ def test_strings():
     assert p.read_string(bytes.fromhex("0002c3a9"), 0) == ("é", 4)
     assert p.read_nullable_string(bytes.fromhex("ffff"), 0) == (None, 2)
     assert p.read_compact_nullable_string(b"\x00", 0) == (None, 1)
+    assert p.read_compact_nullable_string(b"\x01", 0) == ("", 1)
+    assert p.read_compact_nullable_string(bytes.fromhex("03c3a9"), 0) == ("é", 3)
+    with pytest.raises(p.DECODE_ERRORS):
+        p.read_compact_nullable_string(b"", 0)  # the length itself is missing
     with pytest.raises(p.DecodeError):
         p.read_string(bytes.fromhex("ffff"), 0)
     with pytest.raises(p.DecodeError):

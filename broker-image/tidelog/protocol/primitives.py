@@ -247,6 +247,9 @@ def read_compact_string(buf: Any, pos: int) -> tuple[str, int]:
 
 
 def read_compact_nullable_string(buf: Any, pos: int) -> tuple[str | None, int]:
+    n = buf[pos]
+    if n == 1:  # empty: what a consumer's commit has for each partition's metadata
+        return "", pos + 1
     n, pos = read_unsigned_varint(buf, pos)
     if n == 0:
         return None, pos
