@@ -122,6 +122,8 @@ HANDLERS = {
 # APIs whose pipelined requests are handled together: (broker, [(header, body)], context)
 # -> a response for each, in order.
 BURST_HANDLERS = {ApiKey.OFFSET_COMMIT: handle_offset_commits}
+# Encoded bodies of burst handlers' shared responses kept for the requests to come.
+SHARED_BODIES_KEPT = 256
 
 
 class RequestDispatcher:
@@ -133,6 +135,8 @@ class RequestDispatcher:
             for key, handler in BURST_HANDLERS.items()
             if self.handlers.get(key) is HANDLERS[key]
         }
+        # (id(response), version) -> (response, encoded body): see _shared_body
+        self._shared_bodies: dict[tuple[int, int], tuple[object, list]] = {}
         broker.advertised_versions = version_ranges(self.handlers)
 
     def joins_burst(self, frame: bytes | bytearray | memoryview) -> bool:
@@ -155,19 +159,27 @@ class RequestDispatcher:
         if any(header.request_api_key != api_key for header, _ in requests):
             return None
         responses = await self.burst_handlers[api_key](self.broker, requests, context)
-        # A burst handler gives requests with the same answer one response object: its
-        # body is encoded once.
-        bodies: dict[tuple[int, int], list] = {}
         answers = []
         for (header, _), response in zip(requests, responses, strict=True):
             version = header.request_api_version
-            body = bodies.get((id(response), version))
-            if body is None:
-                body = bodies[id(response), version] = encode_response_body(
-                    api_key, version, response, strict=False
-                )
+            body = self._shared_body(api_key, version, response)
             answers.append(frame_response_body(header, api_key, version, body))
         return answers
+
+    def _shared_body(self, api_key: int, version: int, response) -> list:
+        """The encoded body of a burst handler's response. Burst handlers give equal
+        answers one shared response object, never changed after: its body is encoded
+        once, for a burst and the requests after it."""
+        bodies = self._shared_bodies
+        # the response is held with its body, so that its id is not reused meanwhile
+        response_and_body = bodies.get((id(response), version))
+        if response_and_body is not None:
+            return response_and_body[1]
+        if len(bodies) >= SHARED_BODIES_KEPT:
+            bodies.clear()
+        body = encode_response_body(api_key, version, response, strict=False)
+        bodies[id(response), version] = response, body
+        return body
 
     async def __call__(self, frame: bytes, context: ConnectionContext):
         await self.broker.ready.wait()
@@ -193,6 +205,10 @@ class RequestDispatcher:
         response = await handler(self.broker, header, body, context)
         if response is None:
             return None
+        api_key, version = header.request_api_key, header.request_api_version
+        if api_key in self.burst_handlers:
+            body = self._shared_body(api_key, version, response)
+            return frame_response_body(header, api_key, version, body)
         # Handlers fill responses for the newest version; older versions leave out the
         # fields they lack.
         return encode_response_chunks(

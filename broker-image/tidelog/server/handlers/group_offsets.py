@@ -3,6 +3,8 @@ answered by the group coordinator."""
 
 from __future__ import annotations
 
+import functools
+
 from tidelog.coordinator.committed_offsets import CommitRequest, OffsetCommit
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
@@ -60,17 +62,10 @@ async def handle_offset_commits(broker, requests, context) -> list:
         commits.append(commit)
         unknowns.append(unknown)
     stored = iter(await broker.group_coordinator.commit_offsets(list(filter(None, commits))))
-    # Requests with the same results (a member's commits in a row) share one response.
-    responses: dict[tuple, object] = {}
-    answers = []
-    for commit, unknown in zip(commits, unknowns, strict=True):
-        results = (next(stored) if commit else {}) | unknown
-        key = tuple(results.items())
-        response = responses.get(key)
-        if response is None:
-            response = responses[key] = _offset_commit_response(results)
-        answers.append(response)
-    return answers
+    return [
+        _offset_commit_response(tuple(((next(stored) if commit else {}) | unknown).items()))
+        for commit, unknown in zip(commits, unknowns, strict=True)
+    ]
 
 
 def _commit_request(broker, version: int, request) -> tuple[CommitRequest | None, dict]:
@@ -100,13 +95,18 @@ def _commit_request(broker, version: int, request) -> tuple[CommitRequest | None
     return commit, unknown
 
 
-def _offset_commit_response(results: dict) -> object:
+@functools.lru_cache(maxsize=256)
+def _offset_commit_response(results: tuple[tuple[tuple[str, int], ErrorCode], ...]) -> object:
+    """The response for ``results`` (the items of a partition -> error dict). A member
+    commits the same partitions with the same outcome over and over, so equal results
+    share one response object, made once; the dispatcher encodes a shared response once
+    too (``RequestDispatcher``). Shared responses are never changed."""
     return OffsetCommitResponse(
         throttle_time_ms=0,
         topics=_error_topics(
             OffsetCommitResponse.OffsetCommitResponseTopic,
             OffsetCommitResponse.OffsetCommitResponsePartition,
-            results,
+            dict(results),
         ),
     )
 
