@@ -69,15 +69,16 @@ class OffsetsMixin:
         go to each offsets partition in one batch, one append and one wait for the ISR
         instead of one per request (the batch keeps their order, so the last commit of a
         partition is the one replayed). Results per request, in its partitions' order."""
-        results: list[dict[TopicPartition, ErrorCode]] = [{} for _ in requests]
+        refused: list[dict[TopicPartition, ErrorCode]] = [{} for _ in requests]
+        outcomes = [ErrorCode.NONE] * len(requests)  # the request's, or its append's
         staged: dict[int, list[_Staged]] = {}
         now = self._clock_ms()
         for index, request in enumerate(requests):
             group, error = self._committing_group(request)
             if error:
-                results[index] = dict.fromkeys(request.offsets, error)
+                outcomes[index] = error
                 continue
-            values, records = self._offset_records(group, request, now, results[index])
+            values, records = self._offset_records(group, request, now, refused[index])
             if records:
                 staged.setdefault(group.partition, []).append(
                     _Staged(index, group, values, records)
@@ -88,10 +89,12 @@ class OffsetsMixin:
                 group = commit.group
                 if not error and self.groups.get(group.group_id) is group:
                     group.offsets.update(commit.values)
-                results[commit.index].update(dict.fromkeys(commit.values, error))
+                outcomes[commit.index] = error
         return [
-            {key: found[key] for key in request.offsets}
-            for request, found in zip(requests, results, strict=True)
+            {key: found.get(key, error) for key in request.offsets}
+            if found
+            else dict.fromkeys(request.offsets, error)
+            for request, found, error in zip(requests, refused, outcomes, strict=True)
         ]
 
     def _committing_group(self, request: CommitRequest) -> tuple[Group | None, ErrorCode]:

@@ -73,14 +73,16 @@ def _commit_request(broker, version: int, request) -> tuple[CommitRequest | None
     errors of the partitions that do not exist."""
     offsets, unknown = {}, {}
     for topic in request.topics:
+        entry = broker.metadata.topics.get(topic.name)
+        known = entry.partitions if entry else {}
         for p in topic.partitions:
             key = (topic.name, p.partition_index)
-            if broker.metadata.partition(*key) is None:
-                unknown[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
+            if p.partition_index in known:
                 offsets[key] = OffsetCommit(
                     p.committed_offset, p.committed_leader_epoch, p.committed_metadata
                 )
+            else:
+                unknown[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if not offsets:
         return None, unknown
     commit = CommitRequest(
