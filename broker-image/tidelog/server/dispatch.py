@@ -120,9 +120,10 @@ HANDLERS = {
 }
 
 # APIs whose pipelined requests are handled together: (broker, [(header, body)], context)
-# -> a response for each, in order.
+# -> a response for each, in order. Their handlers, alone and in bursts, give equal
+# answers one shared response object, never changed after, whose encoded body is kept
+# (SHARED_BODIES_KEPT of them) for the requests to come.
 BURST_HANDLERS = {ApiKey.OFFSET_COMMIT: handle_offset_commits}
-# Encoded bodies of burst handlers' shared responses kept for the requests to come.
 SHARED_BODIES_KEPT = 256
 
 
