@@ -136,7 +136,7 @@ class RequestDispatcher:
             for key, handler in BURST_HANDLERS.items()
             if self.handlers.get(key) is HANDLERS[key]
         }
-        # (id(response), version) -> (response, encoded body): see _shared_body
+        # (id(response), version) -> (response, encoded body): see _shared_answer
         self._shared_bodies: dict[tuple[int, int], tuple[object, list]] = {}
         broker.advertised_versions = version_ranges(self.handlers)
 
@@ -160,27 +160,27 @@ class RequestDispatcher:
         if any(header.request_api_key != api_key for header, _ in requests):
             return None
         responses = await self.burst_handlers[api_key](self.broker, requests, context)
-        answers = []
-        for (header, _), response in zip(requests, responses, strict=True):
-            version = header.request_api_version
-            body = self._shared_body(api_key, version, response)
-            answers.append(frame_response_body(header, api_key, version, body))
-        return answers
+        return [
+            self._shared_answer(header, response)
+            for (header, _), response in zip(requests, responses, strict=True)
+        ]
 
-    def _shared_body(self, api_key: int, version: int, response) -> list:
-        """The encoded body of a burst handler's response. Burst handlers give equal
-        answers one shared response object, never changed after: its body is encoded
-        once, for a burst and the requests after it."""
+    def _shared_answer(self, header, response) -> list:
+        """The framed answer to a request of a burst handler's API. Burst handlers give
+        equal answers one shared response object, never changed after: its body is
+        encoded once, for a burst and the requests after it."""
+        api_key, version = header.request_api_key, header.request_api_version
         bodies = self._shared_bodies
         # the response is held with its body, so that its id is not reused meanwhile
         response_and_body = bodies.get((id(response), version))
-        if response_and_body is not None:
-            return response_and_body[1]
-        if len(bodies) >= SHARED_BODIES_KEPT:
-            bodies.clear()
-        body = encode_response_body(api_key, version, response, strict=False)
-        bodies[id(response), version] = response, body
-        return body
+        if response_and_body is None:
+            if len(bodies) >= SHARED_BODIES_KEPT:
+                bodies.clear()
+            body = encode_response_body(api_key, version, response, strict=False)
+            bodies[id(response), version] = response, body
+        else:
+            body = response_and_body[1]
+        return frame_response_body(header, api_key, version, body)
 
     async def __call__(self, frame: bytes, context: ConnectionContext):
         await self.broker.ready.wait()
@@ -206,10 +206,8 @@ class RequestDispatcher:
         response = await handler(self.broker, header, body, context)
         if response is None:
             return None
-        api_key, version = header.request_api_key, header.request_api_version
-        if api_key in self.burst_handlers:
-            body = self._shared_body(api_key, version, response)
-            return frame_response_body(header, api_key, version, body)
+        if header.request_api_key in self.burst_handlers:
+            return self._shared_answer(header, response)
         # Handlers fill responses for the newest version; older versions leave out the
         # fields they lack.
         return encode_response_chunks(

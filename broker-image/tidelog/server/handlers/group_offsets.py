@@ -62,10 +62,11 @@ async def handle_offset_commits(broker, requests, context) -> list:
         commits.append(commit)
         unknowns.append(unknown)
     stored = iter(await broker.group_coordinator.commit_offsets(list(filter(None, commits))))
-    return [
-        _offset_commit_response(tuple(((next(stored) if commit else {}) | unknown).items()))
-        for commit, unknown in zip(commits, unknowns, strict=True)
-    ]
+    answers = []
+    for commit, unknown in zip(commits, unknowns, strict=True):
+        results = (next(stored) if commit else {}) | unknown
+        answers.append(_offset_commit_response(tuple(results.items())))
+    return answers
 
 
 def _commit_request(broker, version: int, request) -> tuple[CommitRequest | None, dict]:
