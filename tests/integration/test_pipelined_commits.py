@@ -94,6 +94,12 @@ def offset_commit_frame(correlation_id: int, group: str, offset: int) -> bytes:
     return struct.pack(">i", len(frame)) + frame
 
 
+def cut_short(framed: bytes) -> bytes:
+    """``framed`` (a request with its size prefix) without the last 9 bytes of its body,
+    the prefix saying so: a request that does not decode."""
+    return struct.pack(">i", len(framed) - 4 - 9) + framed[4:-9]
+
+
 def test_a_malformed_commit_among_pipelined_ones_is_answered_as_if_alone(broker):
     """The burst of the three commits behind the first does not decode: each is then
     handled alone, so the two before the malformed one are answered and stored, and the
@@ -102,12 +108,10 @@ def test_a_malformed_commit_among_pipelined_ones_is_answered_as_if_alone(broker)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic("work", 1, 1)])["work"].result(30)
     assert committed(admin, "raw") == {}  # and the group's coordinator is loaded
-    malformed = offset_commit_frame(3, "raw", 30)
-    malformed = struct.pack(">i", len(malformed) - 4 - 9) + malformed[4:-9]  # body cut short
     pipelined = [
         offset_commit_frame(1, "raw", 10),
         offset_commit_frame(2, "raw", 20),
-        malformed,
+        cut_short(offset_commit_frame(3, "raw", 30)),
         offset_commit_frame(4, "raw", 40),
     ]
     with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as sock:
@@ -131,8 +135,7 @@ def test_a_malformed_commit_with_another_request_behind_it_closes_only_its_conne
     given back): the connection closes at the commit, with a log line, and the broker
     goes on serving other connections."""
     wait_until_serving(broker)
-    malformed = offset_commit_frame(1, "raw", 10)
-    malformed = struct.pack(">i", len(malformed) - 4 - 9) + malformed[4:-9]  # body cut short
+    malformed = cut_short(offset_commit_frame(1, "raw", 10))
     header = RequestHeader(
         request_api_key=ApiKey.API_VERSIONS,
         request_api_version=3,
