@@ -153,12 +153,8 @@ class ReplicaManager:
         self.topic_ids[topic] = topic_id
         self._stop_fetching(key)
         if partition.is_leader:
-            # As Kafka's makeLeader: the epoch starts at the log end before any write, so
-            # OffsetForLeaderEpoch answers for it at once.
             try:
-                self.log_manager.guarded(
-                    log, lambda: log.assign_epoch_start_offset(leader_epoch, log.log_end_offset)
-                )
+                self.start_leader_epoch(log, leader_epoch)
             except KafkaStorageError as error:
                 logger.error("cannot lead %s-%d: %s", topic, index, error)
                 return ErrorCode.KAFKA_STORAGE_ERROR
@@ -169,6 +165,16 @@ class ReplicaManager:
         self.purgatory.notify(key)
         self.appended.notify(key)
         return ErrorCode.NONE
+
+    def start_leader_epoch(self, log: Log, leader_epoch: int) -> None:
+        """As Kafka's makeLeader: a new leader's epoch starts at the log end before any
+        write, so OffsetForLeaderEpoch answers for it at once. A new epoch rewrites the
+        epoch checkpoint (two fsyncs); the same epoch again changes nothing. Safe in a
+        worker thread for a log that no replica writes to yet. KafkaStorageError (and
+        the log's directory offline) when the write fails."""
+        self.log_manager.guarded(
+            log, lambda: log.assign_epoch_start_offset(leader_epoch, log.log_end_offset)
+        )
 
     def stop_replica(self, topic: str, index: int, delete: bool) -> None:
         """StopReplica: no more fetching, leading or following. Without ``delete`` the

@@ -587,13 +587,19 @@ class Broker:
         return ErrorCode.NONE, errors
 
     def _create_logs(self, states: list[PartitionLeadership]) -> None:
-        """Create the logs of partitions new to this broker (in a worker thread); one
-        that cannot be created is left for become_leader_or_follower to report."""
+        """Create the logs of partitions new to this broker (in a worker thread) and
+        record the leader epoch of those it leads, so that their checkpoint writes (two
+        fsyncs each) stay off the event loop too; become_leader_or_follower then finds
+        the epoch recorded. No replica writes to a log it does not serve yet, so its end
+        offset is where the epoch starts. A log that cannot be created or written is
+        left for become_leader_or_follower to report."""
         for state in states:
             with contextlib.suppress(KafkaStorageError):
-                self.log_manager.get_or_create_log(
+                log = self.log_manager.get_or_create_log(
                     state.topic, state.partition, topic_id=state.topic_id
                 )
+                if state.leader == self.broker_id:
+                    self.replica_manager.start_leader_epoch(log, state.leader_epoch)
 
     def _coordinate(self, partition: int) -> None:
         """Coordinate the groups of an offsets partition this broker leads, and only those."""
