@@ -119,7 +119,13 @@ class ReplicaManager:
         isr: list[int],
         zk_version: int = 0,
         controller_epoch: int = 0,
+        unwritten_epochs: dict[TopicPartition, Log] | None = None,
     ) -> ErrorCode:
+        """Make this broker the partition's leader or a follower of ``leader``, as
+        Kafka's makeLeader / makeFollower. A new leader records its epoch from its log
+        end (see start_leader_epoch); given ``unwritten_epochs``, the checkpoint file is
+        not written here but the log goes into it, for write_leader_epochs to write
+        (in a worker thread) before the LeaderAndIsr is answered."""
         current = self.partitions.get((topic, index))
         if current is not None and leader_epoch <= current.leader_epoch:
             # The same epoch again (a new controller repeats it) changes nothing; an
@@ -153,11 +159,14 @@ class ReplicaManager:
         self.topic_ids[topic] = topic_id
         self._stop_fetching(key)
         if partition.is_leader:
+            write = unwritten_epochs is None
             try:
-                self.start_leader_epoch(log, leader_epoch)
+                started = self.start_leader_epoch(log, leader_epoch, write=write)
             except KafkaStorageError as error:
                 logger.error("cannot lead %s-%d: %s", topic, index, error)
                 return ErrorCode.KAFKA_STORAGE_ERROR
+            if started and not write:
+                unwritten_epochs[key] = log
             partition.maybe_advance_high_watermark()
         elif leader >= 0 and self._fetcher_config is not None:
             self._fetcher_for(leader, key).add(topic, index, leader_epoch)
@@ -166,15 +175,32 @@ class ReplicaManager:
         self.appended.notify(key)
         return ErrorCode.NONE
 
-    def start_leader_epoch(self, log: Log, leader_epoch: int) -> None:
+    def start_leader_epoch(self, log: Log, leader_epoch: int, *, write: bool = True) -> bool:
         """As Kafka's makeLeader: a new leader's epoch starts at the log end before any
-        write, so OffsetForLeaderEpoch answers for it at once. A new epoch rewrites the
-        epoch checkpoint (two fsyncs); the same epoch again changes nothing. Safe in a
-        worker thread for a log that no replica writes to yet. KafkaStorageError (and
-        the log's directory offline) when the write fails."""
-        self.log_manager.guarded(
-            log, lambda: log.assign_epoch_start_offset(leader_epoch, log.log_end_offset)
+        write, so OffsetForLeaderEpoch answers for it at once; True when the epoch is new
+        here. A new epoch rewrites the epoch checkpoint (two fsyncs) unless ``write`` is
+        False (then write_leader_epochs must follow); the same epoch again changes
+        nothing. Safe in a worker thread for a log that no replica writes to yet.
+        KafkaStorageError (and the log's directory offline) when the write fails."""
+        return self.log_manager.guarded(
+            log,
+            lambda: log.assign_epoch_start_offset(leader_epoch, log.log_end_offset, write=write),
         )
+
+    def write_leader_epochs(self, logs: dict[TopicPartition, Log]) -> list[TopicPartition]:
+        """Write the epoch checkpoints that become_leader_or_follower left unwritten, in
+        a worker thread: two fsyncs per partition would otherwise stall the event loop
+        while a broker takes the lead of many partitions (failover, controlled shutdown,
+        preferred leaders handed back). The partitions whose write failed (their
+        directory is offline now)."""
+        failed = []
+        for key, log in logs.items():
+            try:
+                self.log_manager.guarded(log, log.write_leader_epochs)
+            except KafkaStorageError as error:
+                logger.error("cannot lead %s-%d: %s", *key, error)
+                failed.append(key)
+        return failed
 
     def stop_replica(self, topic: str, index: int, delete: bool) -> None:
         """StopReplica: no more fetching, leading or following. Without ``delete`` the

@@ -87,6 +87,7 @@ from tidelog.server.network import SocketServer
 from tidelog.storage.cleaner import CleanerConfig
 from tidelog.storage.config import LogConfig, LogConfigError
 from tidelog.storage.errors import KafkaStorageError
+from tidelog.storage.log import Log
 from tidelog.storage.log_manager import LogManager
 
 __all__ = ["Broker"]
@@ -105,6 +106,9 @@ class Broker:
         self.dispatcher = RequestDispatcher(self)
         self.bound_listeners: list[tuple[str, str, int]] = []
         self._controller_epoch = 0
+        # LeaderAndIsr and StopReplica one at a time (Kafka's replicaStateChangeLock): one
+        # waits in a worker thread for file work that another must not interleave with.
+        self._replica_state_change = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
         self.stopped = asyncio.Event()
         # Listeners are bound before registration (a port 0 listener must be known to
@@ -559,47 +563,53 @@ class Broker:
         self, controller_id: int, controller_epoch: int, states: list[PartitionLeadership]
     ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
         """Become leader or follower of each partition; the error of the request and of
-        each partition (a partition at a newer leader epoch refuses an older one)."""
-        if self._fenced(controller_epoch):
-            return ErrorCode.STALE_CONTROLLER_EPOCH, {}
-        for topic in sorted({s.topic for s in states} - set(self._topic_overrides)):
-            # A topic new to this broker: its logs start with its configs.
-            await self.apply_topic_config_change(topic, announced=False)
-        new = [s for s in states if (s.topic, s.partition) not in self.replica_manager.partitions]
-        if new:  # file work (directories, index files, checkpoints) off the event loop
-            await asyncio.to_thread(self._create_logs, new)
-        errors = {}
-        for state in states:
-            key = (state.topic, state.partition)
-            errors[key] = self.replica_manager.become_leader_or_follower(
-                state.topic,
-                state.topic_id,
-                state.partition,
-                leader=state.leader,
-                leader_epoch=state.leader_epoch,
-                replicas=list(state.replicas),
-                isr=list(state.isr),
-                zk_version=state.zk_version,
-                controller_epoch=state.controller_epoch,
-            )
-            if state.topic == OFFSETS_TOPIC and errors[key] == ErrorCode.NONE:
-                self._coordinate(state.partition)
-        return ErrorCode.NONE, errors
+        each partition (a partition at a newer leader epoch refuses an older one). The
+        file work (new logs; new leaders' epoch checkpoints, two fsyncs each) runs in a
+        worker thread, so a broker taking the lead of many partitions keeps answering;
+        the request is answered once it is done."""
+        async with self._replica_state_change:
+            if self._fenced(controller_epoch):
+                return ErrorCode.STALE_CONTROLLER_EPOCH, {}
+            for topic in sorted({s.topic for s in states} - set(self._topic_overrides)):
+                # A topic new to this broker: its logs start with its configs.
+                await self.apply_topic_config_change(topic, announced=False)
+            hosted = self.replica_manager.partitions
+            new = [s for s in states if (s.topic, s.partition) not in hosted]
+            if new:
+                await asyncio.to_thread(self._create_logs, new)
+            errors = {}
+            unwritten_epochs: dict[tuple[str, int], Log] = {}
+            for state in states:
+                key = (state.topic, state.partition)
+                errors[key] = self.replica_manager.become_leader_or_follower(
+                    state.topic,
+                    state.topic_id,
+                    state.partition,
+                    leader=state.leader,
+                    leader_epoch=state.leader_epoch,
+                    replicas=list(state.replicas),
+                    isr=list(state.isr),
+                    zk_version=state.zk_version,
+                    controller_epoch=state.controller_epoch,
+                    unwritten_epochs=unwritten_epochs,
+                )
+                if state.topic == OFFSETS_TOPIC and errors[key] == ErrorCode.NONE:
+                    self._coordinate(state.partition)
+            if unwritten_epochs:
+                write = self.replica_manager.write_leader_epochs
+                for key in await asyncio.to_thread(write, unwritten_epochs):
+                    errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+            return ErrorCode.NONE, errors
 
     def _create_logs(self, states: list[PartitionLeadership]) -> None:
-        """Create the logs of partitions new to this broker (in a worker thread) and
-        record the leader epoch of those it leads, so that their checkpoint writes (two
-        fsyncs each) stay off the event loop too; become_leader_or_follower then finds
-        the epoch recorded. No replica writes to a log it does not serve yet, so its end
-        offset is where the epoch starts. A log that cannot be created or written is
+        """Create the logs of partitions new to this broker (in a worker thread: a
+        directory, index files and checkpoints each). A log that cannot be created is
         left for become_leader_or_follower to report."""
         for state in states:
             with contextlib.suppress(KafkaStorageError):
-                log = self.log_manager.get_or_create_log(
+                self.log_manager.get_or_create_log(
                     state.topic, state.partition, topic_id=state.topic_id
                 )
-                if state.leader == self.broker_id:
-                    self.replica_manager.start_leader_epoch(log, state.leader_epoch)
 
     def _coordinate(self, partition: int) -> None:
         """Coordinate the groups of an offsets partition this broker leads, and only those."""
@@ -647,18 +657,19 @@ class Broker:
     async def handle_stop_replica(
         self, controller_id: int, controller_epoch: int, replicas: list[ReplicaToStop]
     ) -> ErrorCode:
-        if self._fenced(controller_epoch):
-            return ErrorCode.STALE_CONTROLLER_EPOCH
-        for replica in replicas:
-            # On the event loop, which owns the partitions and their waiting fetches.
-            self.replica_manager.stop_replica(replica.topic, replica.partition, replica.delete)
-            if replica.topic == OFFSETS_TOPIC:
-                self.group_coordinator.resigned(replica.partition)
-        # A topic of that name made later reads its configs afresh.
-        hosted = {topic for topic, _ in self.log_manager.logs}
-        for topic in {r.topic for r in replicas if r.delete} - hosted:
-            self._topic_overrides.pop(topic, None)
-        return ErrorCode.NONE
+        async with self._replica_state_change:
+            if self._fenced(controller_epoch):
+                return ErrorCode.STALE_CONTROLLER_EPOCH
+            for replica in replicas:
+                # On the event loop, which owns the partitions and their waiting fetches.
+                self.replica_manager.stop_replica(replica.topic, replica.partition, replica.delete)
+                if replica.topic == OFFSETS_TOPIC:
+                    self.group_coordinator.resigned(replica.partition)
+            # A topic of that name made later reads its configs afresh.
+            hosted = {topic for topic, _ in self.log_manager.logs}
+            for topic in {r.topic for r in replicas if r.delete} - hosted:
+                self._topic_overrides.pop(topic, None)
+            return ErrorCode.NONE
 
     # -- helpers for handlers ------------------------------------------------------------------
 

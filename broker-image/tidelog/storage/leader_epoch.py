@@ -119,9 +119,10 @@ class LeaderEpochCache:
 
     # -- changes ---------------------------------------------------------------------------
 
-    def assign(self, epoch: int, start_offset: int) -> bool:
+    def assign(self, epoch: int, start_offset: int, *, write: bool = True) -> bool:
         """Record that ``epoch`` wrote its first record at ``start_offset``; True (and the
-        file rewritten) when the entries changed.
+        file rewritten) when the entries changed. Without ``write`` the change stays in
+        memory until the caller calls :meth:`write`.
 
         Nothing changes when ``epoch`` is the latest epoch and starts at or before
         ``start_offset`` - the case of every append but an epoch's first, kept to two
@@ -136,7 +137,8 @@ class LeaderEpochCache:
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset})")
         self._assign(EpochEntry(epoch, start_offset))
-        self._write()
+        if write:
+            self.write()
         return True
 
     def _assign(self, entry: EpochEntry) -> None:
@@ -160,7 +162,7 @@ class LeaderEpochCache:
             return False
         keep = bisect.bisect_left(entries, end_offset, key=lambda entry: entry.start_offset)
         self._entries = entries[:keep]
-        self._write()
+        self.write()
         return True
 
     def truncate_from_start(self, start_offset: int) -> bool:
@@ -171,15 +173,16 @@ class LeaderEpochCache:
         if below == 0 or (below == 1 and entries[0].start_offset == start_offset):
             return False
         self._entries = (EpochEntry(entries[below - 1].epoch, start_offset), *entries[below:])
-        self._write()
+        self.write()
         return True
 
     def clear(self) -> None:
         if self._entries:
             self._entries = ()
-            self._write()
+            self.write()
 
-    def _write(self) -> None:
+    def write(self) -> None:
+        """Checkpoint the entries as they are now (two fsyncs: the file, its directory)."""
         write_leader_epoch_checkpoint(self.path, self._entries)
 
     # -- lookups -----------------------------------------------------------------------------

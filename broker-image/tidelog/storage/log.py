@@ -566,10 +566,20 @@ class Log:
         ``LeaderEpochCache.end_offset_for``."""
         return self.leader_epochs.end_offset_for(epoch, self.log_end_offset)
 
-    def assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
-        """A new leader records its epoch from the log end offset before any write."""
+    def assign_epoch_start_offset(
+        self, epoch: int, start_offset: int, *, write: bool = True
+    ) -> bool:
+        """A new leader records its epoch from the log end offset before any write; True
+        when the epoch was new here. Without ``write`` the checkpoint file is left to
+        :meth:`write_leader_epochs`."""
         with self._lock:
-            self.leader_epochs.assign(epoch, start_offset)
+            return self.leader_epochs.assign(epoch, start_offset, write=write)
+
+    def write_leader_epochs(self) -> None:
+        """Checkpoint the leader epochs as they are now (after assign_epoch_start_offset
+        without ``write``); appends to this log wait meanwhile, not other logs."""
+        with self._lock:
+            self.leader_epochs.write()
 
     # -- cleaner support -------------------------------------------------------------------------
 
