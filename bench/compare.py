@@ -4,10 +4,14 @@ One ZooKeeper serves both systems (a chroot per session). Single-broker sessions
 alternate A B B A (Kafka, tidelog, tidelog, Kafka) so that drift of the machine (page
 cache, thermal, other load) falls on both; only one system runs at a time and nothing is
 pinned. Each runs S1 (produce), S2 (consume), S3 (end-to-end latency), S6 (RSS), S9
-(consumer-group rebalance time) and S10 (offset commits); S4 (1,000 partitions), S5
-(compaction) and S12 (the Spark pipeline: batch read, streaming, tick to bar;
-``bench/spark_job.py``) run once per system, in its first session. Then come the cluster sessions,
-alternating the same way: three brokers of one system run S7 (replicated produce: 6
+(consumer-group rebalance time) and S10 (offset commits); S5 (compaction) and S12 (the
+Spark pipeline: batch read, streaming, tick to bar; ``bench/spark_job.py``) run once per
+system, in its first session. S4 (1,000 partitions) follows in sessions of its own,
+A B B A again: its figure is file-system work (1,000 directories, thousands of fsyncs),
+and this machine's fsync latency varies several-fold for minutes after heavy writes, so
+one sample per system taken at different points of the run says more about the disk's
+state than about the broker. Then come the cluster sessions, alternating the same way:
+three brokers of one system run S7 (replicated produce: 6
 partitions, RF=3, acks=all and acks=1) and S8 (failover time after a kill -9 of a
 partition leader). Then four brokers of each system run S11 (partition reassignment
 under load, with and without a throttle; ``bench/reassignment.py``), and last three
@@ -41,7 +45,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,6 +129,7 @@ class Scale:
     s3_rate_mb: float
     s4_partitions: int
     s4_megabytes: int
+    s4_sessions: int  # alternating A B B A
     s5_keys: int
     s5_values_per_key: int
     s5_segment_bytes: int
@@ -155,6 +160,7 @@ FULL = Scale(
     s3_rate_mb=5,
     s4_partitions=1000,
     s4_megabytes=100,
+    s4_sessions=4,
     s5_keys=1_000_000,
     s5_values_per_key=5,
     s5_segment_bytes=16 * 1024 * 1024,
@@ -184,6 +190,7 @@ QUICK = Scale(
     s3_rate_mb=5,
     s4_partitions=50,
     s4_megabytes=4,
+    s4_sessions=2,
     s5_keys=2_000,
     s5_values_per_key=5,
     s5_segment_bytes=128 * 1024,
@@ -219,6 +226,7 @@ S10_WINDOW = 16  # asynchronous commits in flight
 S12_PARTITIONS = 6
 SCENARIOS = tuple(f"S{n}" for n in range(1, 15))
 CLUSTER_SCENARIOS = {"S7", "S8"}
+PARTITIONS_SCENARIOS = {"S4"}
 REASSIGNMENT_SCENARIOS = {"S11"}
 RESTART_SCENARIOS = {"S13"}
 WIDE_FETCH_SCENARIOS = {"S14"}
@@ -508,8 +516,13 @@ def s3_latency(session: Session, scale: Scale) -> None:
 
 
 def s4_partitions(session: Session, scale: Scale) -> None:
+    """Create a topic of ``s4_partitions`` partitions on a fresh broker, time until each
+    has a leader, then metadata requests and a produce over all of them. The page cache's
+    dirty pages (whichever system wrote them) are written out first, so that the
+    creation's fsyncs do not queue behind them."""
     n = scale.s4_partitions
     case = f"{n} partitions"
+    os.sync()
     start = time.perf_counter()
     session.create_topic("s4-many", n)
     session.record("S4", case, "admin", "create → all leaders", time.perf_counter() - start, "s")
@@ -876,8 +889,6 @@ def run_session(
             s2_consume(session, counts, profile)
         if "S3" in scenarios:
             s3_latency(session, scale)
-        if first and "S4" in scenarios:
-            s4_partitions(session, scale)
         if first and "S5" in scenarios:
             s5_compaction(session, scale)
         if first and "S12" in scenarios:
@@ -1169,15 +1180,24 @@ def run_sessions(
     profile: Path | None,
     scenarios: set[str],
 ) -> list[Session]:
-    """The single-broker sessions in ``order``, then the cluster sessions, then S11's
-    four-broker sessions, S13's three-broker ones and S14's (one per system, Kafka
-    first)."""
+    """The single-broker sessions in ``order``, then S4's (A B B A),
+    the cluster sessions, S11's four-broker sessions, S13's three-broker ones and S14's
+    (one per system, Kafka first)."""
     sessions = []
     for number, system in enumerate(order):
         first = system not in order[:number]
         sessions.append(Session(system, number, work, zookeeper))
         run_session(sessions[-1], scale, first, profile, scenarios)
         shutil.rmtree(sessions[-1].directory, ignore_errors=True)
+    if scenarios & PARTITIONS_SCENARIOS:
+        run_per_system(
+            sessions,
+            work,
+            zookeeper,
+            ("partitions", 1),
+            lambda session: s4_partitions(session, scale),
+            order=alternating(scale.s4_sessions),
+        )
     for number, system in enumerate(cluster_order, len(order)):
         sessions.append(Session(system, number, work, zookeeper, size=CLUSTER_SIZE))
         run_cluster_session(sessions[-1], scale, scenarios)
@@ -1219,11 +1239,13 @@ def run_per_system(
     zookeeper: str,
     kind: tuple[str, int],
     scenario: Callable[[Session], None],
+    order: Sequence[str] = SYSTEMS,
 ) -> None:
-    """One session per system (Kafka first) of ``kind`` (its name and number of
-    brokers), each running ``scenario``; appended to ``sessions``."""
+    """A session of ``kind`` (its name and number of brokers) for each system in
+    ``order`` (by default one each, Kafka first), each running ``scenario``; appended
+    to ``sessions``."""
     name, size = kind
-    for system in SYSTEMS:
+    for system in order:
         number = len(sessions)
         sessions.append(Session(system, number, work, zookeeper, size=size))
         print(f"== {system} {name} session {number}", flush=True)
@@ -1262,6 +1284,7 @@ def main() -> None:
         scale = dataclasses.replace(scale, cluster_sessions=args.cluster_sessions)
     single = (
         args.scenarios
+        - PARTITIONS_SCENARIOS
         - CLUSTER_SCENARIOS
         - REASSIGNMENT_SCENARIOS
         - RESTART_SCENARIOS
@@ -1301,6 +1324,8 @@ def main() -> None:
             )
         finally:
             zookeeper.stop()
+    if args.scenarios & PARTITIONS_SCENARIOS:
+        order += [f"{system} partitions" for system in alternating(scale.s4_sessions)]
     order += [f"{system} cluster" for system in cluster_order]
     if args.scenarios & REASSIGNMENT_SCENARIOS:
         order += [f"{system} reassignment" for system in SYSTEMS]
