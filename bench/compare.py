@@ -1198,8 +1198,8 @@ def run_sessions(
             lambda session: s4_partitions(session, scale),
             order=alternating(scale.s4_sessions),
         )
-    for number, system in enumerate(cluster_order, len(order)):
-        sessions.append(Session(system, number, work, zookeeper, size=CLUSTER_SIZE))
+    for system in cluster_order:  # numbered on: a session's number names its chroot
+        sessions.append(Session(system, len(sessions), work, zookeeper, size=CLUSTER_SIZE))
         run_cluster_session(sessions[-1], scale, scenarios)
         shutil.rmtree(sessions[-1].directory, ignore_errors=True)
     if scenarios & REASSIGNMENT_SCENARIOS:

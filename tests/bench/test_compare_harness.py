@@ -129,6 +129,11 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path):
         assert s12["tick to bar p50"] > 0, s12
 
     report = raw.with_name(raw.name.removesuffix("-raw.json") + ".md").read_text()
+    # Every session (single, S4's, cluster, ...) has a number of its own: the number names
+    # its ZooKeeper chroot, and two sessions sharing one would see each other's topics.
+    (run,) = [line for line in report.splitlines() if line.startswith("Run: ")]
+    sessions = run.split("sessions in order ", 1)[1].split(". ", 1)[0].split(", ")
+    assert {r["session"] for r in rows} == set(range(len(sessions))), sessions
     table = [line for line in report.splitlines() if line.startswith("| S")]
     assert {line.split(" | ")[0].removeprefix("| ") for line in table} == SCENARIOS
     unrated = [line for line in table if "×" not in line and "time to clean" not in line]

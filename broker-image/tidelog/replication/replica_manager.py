@@ -180,8 +180,9 @@ class ReplicaManager:
         write, so OffsetForLeaderEpoch answers for it at once; True when the epoch is new
         here. A new epoch rewrites the epoch checkpoint (two fsyncs) unless ``write`` is
         False (then write_leader_epochs must follow); the same epoch again changes
-        nothing. Safe in a worker thread for a log that no replica writes to yet.
-        KafkaStorageError (and the log's directory offline) when the write fails."""
+        nothing. On the event loop, which owns the appends: the log end it reads is
+        where the epoch starts. KafkaStorageError (and the log's directory offline) when
+        the write fails."""
         return self.log_manager.guarded(
             log,
             lambda: log.assign_epoch_start_offset(leader_epoch, log.log_end_offset, write=write),
