@@ -673,9 +673,12 @@ class ZnodeWatch:
     def wait(self, what: str, timeout: float = 120) -> float:
         if not self._seen.wait(timeout):
             raise TimeoutError(f"not seen within {timeout} s: {what}")
+        self.close()
+        return self.seen_at
+
+    def close(self) -> None:
         self._client.stop()
         self._client.close()
-        return self.seen_at
 
 
 def registration_gone(connect: str, broker_id: int) -> ZnodeWatch:
@@ -715,9 +718,14 @@ def kill_leader(
     """kill -9 the leader of ``topic``-0, ``delay`` seconds after it is known, while
     ``producer`` writes to it."""
     producer.first_ack_after(time.perf_counter())  # acknowledgements are flowing
-    leader = session.partitions(topic)[0].leader
+    while True:  # the leader in the metadata, once ZooKeeper's state names it too
+        leader = session.partitions(topic)[0].leader
+        election = leader_moved(session.connect, topic, 0, leader)
+        if election.seen_at is None:
+            break
+        election.close()
+        time.sleep(0.1)
     registration = registration_gone(session.connect, leader)
-    election = leader_moved(session.connect, topic, 0, leader)
     time.sleep(delay)
     killed_at = time.perf_counter()
     session.brokers[leader].kill()
@@ -737,13 +745,15 @@ def rejoin(session: Session, topic: str, broker_id: int) -> None:
     wait_until(lambda: session.fully_replicated(topic, 1), f"{topic}: full ISR again")
 
 
-def s8_failover(session: Session, scale: Scale) -> None:
+def s8_failover(session: Session, scale: Scale, rank: int) -> None:
+    """``rank``: how many cluster sessions of this system came before; the kth session of
+    each system waits the same delays before its kills."""
     topic = "s8-failover"
     timeout = CLUSTER_SETTINGS["zookeeper.session.timeout.ms"]
     case = f"kill -9 leader, zk session {timeout} ms"
     session.create_topic(topic, 1, REPLICATED_TOPIC)
     times, after_expiry = [], []
-    phases = random.Random(session.number)  # session n of each system: the same delays
+    phases = random.Random(rank)
     with loadgen.PacedProducer(session.bootstrap, topic) as producer:
         for repeat in range(1, scale.s8_failovers + 1):
             delay = phases.uniform(0, S8_PING_CYCLE_S)
@@ -899,13 +909,13 @@ def run_session(
             s10_commits(session, scale)
 
 
-def run_cluster_session(session: Session, scale: Scale, scenarios: set[str]) -> None:
+def run_cluster_session(session: Session, scale: Scale, scenarios: set[str], rank: int) -> None:
     print(f"== {session.system} cluster session {session.number}", flush=True)
     with session:
         if "S7" in scenarios:
             s7_replicated_produce(session, scale)
         if "S8" in scenarios:
-            s8_failover(session, scale)
+            s8_failover(session, scale, rank)
 
 
 # --------------------------------------------------------------------------------------
@@ -1198,9 +1208,10 @@ def run_sessions(
             lambda session: s4_partitions(session, scale),
             order=alternating(scale.s4_sessions),
         )
-    for system in cluster_order:  # numbered on: a session's number names its chroot
+    for number, system in enumerate(cluster_order):
+        # Numbered on: a session's number names its chroot.
         sessions.append(Session(system, len(sessions), work, zookeeper, size=CLUSTER_SIZE))
-        run_cluster_session(sessions[-1], scale, scenarios)
+        run_cluster_session(sessions[-1], scale, scenarios, cluster_order[:number].count(system))
         shutil.rmtree(sessions[-1].directory, ignore_errors=True)
     if scenarios & REASSIGNMENT_SCENARIOS:
         run_per_system(
