@@ -721,13 +721,19 @@ def kill_leader(
     """kill -9 the leader of ``topic``-0, ``delay`` seconds after it is known, while
     ``producer`` writes to it."""
     producer.first_ack_after(time.perf_counter())  # acknowledgements are flowing
-    while True:  # the leader the metadata names, if ZooKeeper still names it after the delay
+
+    def leader_after_delay() -> tuple[int, ZnodeWatch] | None:
+        """The leader the metadata names and the watch for its move, if ZooKeeper still
+        names it after the delay."""
         leader = session.partitions(topic)[0].leader
         time.sleep(delay)
         election = leader_moved(session.connect, topic, 0, leader)
         if election.seen_at is None:
-            break
+            return leader, election
         election.close()
+        return None
+
+    leader, election = wait_until(leader_after_delay, f"{topic}-0: a leader ZooKeeper names")
     registration = registration_gone(session.connect, leader)
     killed_at = time.perf_counter()
     session.brokers[leader].kill()
