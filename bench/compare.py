@@ -12,8 +12,9 @@ this machine's fsync latency varies several-fold for minutes after heavy writes,
 sample per system taken at different points of the run says more about the disk's state
 than about the broker. Then come the cluster sessions, alternating the same way: three
 brokers of one system run S7 (replicated produce: 6 partitions, RF=3, acks=all and
-acks=1) and S8 (failover time after a kill -9 of a partition leader). Then four brokers
-of each system run S11 (partition reassignment under load, with and without a throttle;
+acks=1) and S8 (failover time after a kill -9 of a partition leader, seen by
+confluent-kafka and by Kafka's Java producer). Then four brokers of each system run S11
+(partition reassignment under load, with and without a throttle;
 ``bench/reassignment.py``), and last three brokers of each system run S13 (a broker of
 1,000 partitions restarted after a clean stop and after a kill -9; ``bench/restart.py``)
 and S14 (followers and a consumer of a 1,000-partition topic, where fetch sessions
@@ -117,6 +118,14 @@ REPLICATED_TOPIC = {"min.insync.replicas": "2"}
 # kill to expiry was 6.96-7.07 s in 2026-11-26-bc856dd, Kafka's 4.78-6.58 s), so S8
 # waits a random part of one cycle before each kill; the same delays for both systems.
 S8_PING_CYCLE_S = int(CLUSTER_SETTINGS["zookeeper.session.timeout.ms"]) / 3000
+# S8's two clients, by their tool names in the report: confluent-kafka (librdkafka) and
+# Apache Kafka's own Java producer. They find a new leader differently: librdkafka asks
+# for metadata once a second while a leader is down, and when one answer both drops the
+# killed broker and names the new leader it parks the partition until the next second
+# (its broker thread, told to decommission the broker, takes the partition back from the
+# migration the same answer started); the Java producer refreshes metadata after each
+# failed reconnect, at most a second apart.
+S8_CLIENTS = ("loadgen", "java-producer")
 COMPACTED_TOPIC = {
     "cleanup.policy": "compact",
     "min.cleanable.dirty.ratio": "0.01",
@@ -703,24 +712,43 @@ def leader_moved(connect: str, topic: str, partition: int, away_from: int) -> Zn
 
 @dataclass(frozen=True)
 class Failover:
-    """One kill -9 of a leader, in seconds: ``total`` from the kill to the first
-    acknowledgement of a record sent after it; ``after_expiry`` of that from the expiry of
-    the killed broker's ZooKeeper session, split into ``electing`` (expiry until the new
-    leader is written to ZooKeeper: the cluster's share) and the rest, the client's and
-    the new leader's (metadata refresh, reconnecting, the produce itself)."""
+    """One kill -9 of a leader, as ``time.perf_counter`` moments: the kill, the expiry of
+    the killed broker's ZooKeeper session and the new leader written to ZooKeeper."""
 
     killed: int
-    total: float
-    after_expiry: float
-    electing: float
+    killed_at: float
+    expired_at: float
+    elected_at: float
+
+    @property
+    def cluster_figures(self) -> dict[str, float]:
+        """Seconds until the cluster could notice the kill, and its own share after that
+        (the controller's election)."""
+        return {
+            "until session expiry": self.expired_at - self.killed_at,
+            "expiry → new leader in ZooKeeper": self.elected_at - self.expired_at,
+        }
+
+    def client_figures(self, first_ack: float) -> dict[str, float]:
+        """One client's failover, ``first_ack`` seconds from the kill to the first
+        acknowledgement of a record sent after it, and its part after the expiry and
+        after the election (the client's metadata refresh, reconnecting, the produce)."""
+        acked_at = self.killed_at + first_ack
+        return {
+            "failover time": first_ack,
+            "after session expiry": acked_at - self.expired_at,
+            "new leader → first ack": acked_at - self.elected_at,
+        }
 
 
 def kill_leader(
-    session: Session, topic: str, producer: loadgen.PacedProducer, delay: float
-) -> Failover:
+    session: Session, topic: str, clients: dict[str, loadgen.Acknowledgements], delay: float
+) -> tuple[Failover, dict[str, float]]:
     """kill -9 the leader of ``topic``-0, ``delay`` seconds after it is known, while
-    ``producer`` writes to it."""
-    producer.first_ack_after(time.perf_counter())  # acknowledgements are flowing
+    ``clients`` write to it; the kill and each client's seconds to its first
+    acknowledgement after it."""
+    for client in clients.values():
+        client.first_ack_after(time.perf_counter())  # acknowledgements are flowing
 
     def leader_after_delay() -> tuple[int, ZnodeWatch] | None:
         """The leader the metadata names and the watch for its move, if ZooKeeper still
@@ -737,10 +765,10 @@ def kill_leader(
     registration = registration_gone(session.connect, leader)
     killed_at = time.perf_counter()
     session.brokers[leader].kill()
-    seconds = producer.first_ack_after(killed_at)
+    first_acks = {tool: client.first_ack_after(killed_at) for tool, client in clients.items()}
     expired_at = registration.wait(f"broker {leader}'s registration gone")
     elected_at = election.wait(f"{topic}-0 led by another broker than {leader}")
-    return Failover(leader, seconds, killed_at + seconds - expired_at, elected_at - expired_at)
+    return Failover(leader, killed_at, expired_at, elected_at), first_acks
 
 
 def rejoin(session: Session, topic: str, broker_id: int) -> None:
@@ -754,35 +782,39 @@ def rejoin(session: Session, topic: str, broker_id: int) -> None:
 
 
 def s8_failover(session: Session, scale: Scale, rank: int) -> None:
-    """``rank``: how many cluster sessions of this system came before; the kth session of
+    """Both clients (:data:`S8_CLIENTS`) write to the partition through the same kills.
+    ``rank``: how many cluster sessions of this system came before; the kth session of
     each system waits the same delays before its kills."""
     topic = "s8-failover"
     timeout = CLUSTER_SETTINGS["zookeeper.session.timeout.ms"]
     case = f"kill -9 leader, zk session {timeout} ms"
     session.create_topic(topic, 1, REPLICATED_TOPIC)
-    times, after_expiry = [], []
+    figures = defaultdict(list)  # (tool, figure) → seconds, one per kill
     phases = random.Random(rank)
-    with loadgen.PacedProducer(session.bootstrap, topic) as producer:
+    java_log = session.directory / "s8-java-producer.log"
+    with (
+        loadgen.PacedProducer(session.bootstrap, topic) as librdkafka,
+        perf_tools.JavaPacedProducer(session.bootstrap, topic, java_log) as java,
+    ):
+        clients = dict(zip(S8_CLIENTS, (librdkafka, java), strict=True))
         for repeat in range(1, scale.s8_failovers + 1):
             delay = phases.uniform(0, S8_PING_CYCLE_S)
-            failover = kill_leader(session, topic, producer, delay)
-            times.append(failover.total)
-            after_expiry.append(failover.after_expiry)
-            until_expiry = failover.total - failover.after_expiry
-            for figure, seconds in (
-                ("failover time", failover.total),
-                ("until session expiry", until_expiry),
-                ("after session expiry", failover.after_expiry),
-                ("expiry → new leader in ZooKeeper", failover.electing),
-                ("new leader → first ack", failover.after_expiry - failover.electing),
-            ):
-                session.record("S8", case, "loadgen", figure, seconds, "s")
+            failover, first_acks = kill_leader(session, topic, clients, delay)
+            for figure, seconds in failover.cluster_figures.items():
+                session.record("S8", case, "-", figure, seconds, "s")
+            for tool, first_ack in first_acks.items():
+                for figure, seconds in failover.client_figures(first_ack).items():
+                    session.record("S8", case, tool, figure, seconds, "s")
+                    figures[tool, figure].append(seconds)
             if repeat < scale.s8_failovers:
                 rejoin(session, topic, failover.killed)
-    session.record("S8", case, "loadgen", "failover median", statistics.median(times), "s")
-    session.record(
-        "S8", case, "loadgen", "after session expiry, median", statistics.median(after_expiry), "s"
-    )
+    medians = {
+        "failover time": "failover median",
+        "after session expiry": "after session expiry, median",
+    }
+    for tool in S8_CLIENTS:
+        for figure, name in medians.items():
+            session.record("S8", case, tool, name, statistics.median(figures[tool, figure]), "s")
 
 
 def s9_rebalance(session: Session, scale: Scale) -> None:
@@ -1144,19 +1176,23 @@ def write_report(
         + ", ".join(f"`{k}={v}`" for k, v in CLUSTER_SETTINGS.items())
         + "; topics with replication factor 3 and "
         + ", ".join(f"`{k}={v}`" for k, v in REPLICATED_TOPIC.items()),
-        "- S8: one partition, an idempotent acks=all producer sending a 1 KiB record about "
-        "every ms; failover time = kill -9 of the leader → first acknowledgement of a "
-        "record sent after the kill, each kill after a random part (the same for both "
-        f"systems) of the {S8_PING_CYCLE_S:g} s ZooKeeper ping cycle, so that it lands at "
-        "any point of it. Both systems use "
+        "- S8: one partition; two idempotent acks=all producers, confluent-kafka "
+        "(`loadgen`) and Apache Kafka's Java producer (`java-producer`, "
+        "`bench/PacedProducer.java`), each sending a 1 KiB record about every ms through "
+        "the same kills; failover time = kill -9 of the leader → that client's first "
+        "acknowledgement of a record sent after the kill, each kill after a random part "
+        f"(the same for both systems) of the {S8_PING_CYCLE_S:g} s ZooKeeper ping cycle, so "
+        "that it lands at any point of it. Both systems use "
         f"`zookeeper.session.timeout.ms={CLUSTER_SETTINGS['zookeeper.session.timeout.ms']}`"
         ": a kill -9'd broker is noticed only when its session expires, so that timeout "
         "dominates the failover time; after session expiry = from the moment the killed "
         "broker's registration left ZooKeeper to that acknowledgement (what the brokers and "
         "the client add to the expiry), split at the moment the partition's state in "
-        "ZooKeeper names the new leader: before it the controller's share, after it the "
-        "client's (librdkafka finds the new leader by a metadata refresh) and the new "
-        "leader's",
+        "ZooKeeper names the new leader: before it the controller's share (tool `-`), "
+        "after it the client's (it finds the new leader by a metadata refresh: librdkafka "
+        "once a second, and a second more when one answer both drops the killed broker and "
+        "names the new leader; the Java producer after each failed reconnect, at most a "
+        "second apart) and the new leader's",
         reassignment.settings_line(scale.s11_throttle_mb),
         restart.settings_line(scale.s13_partitions, scale.s13_megabytes),
         wide_fetch.settings_line(scale.s14_partitions, scale.s14_seconds, scale.s14_megabytes),

@@ -217,22 +217,43 @@ def end_to_end(
     return Result(count, count * size, elapsed, percentiles(latencies)), latencies
 
 
-class PacedProducer:
+class Acknowledgements:
+    """When each acknowledged record of a paced producer was sent and acknowledged
+    (``time.perf_counter``, CLOCK_MONOTONIC), in the order the acknowledgements came,
+    and the failures; what a failover is timed from."""
+
+    def __init__(self) -> None:
+        self.acked: list[tuple[float, float]] = []  # (sent, acknowledged)
+        self.failed: list[str] = []
+
+    def first_ack_after(self, moment: float, timeout: float = 300) -> float:
+        """Seconds from ``moment`` to the first acknowledgement of a record sent after it."""
+        seen, deadline = 0, time.perf_counter() + timeout
+        while time.perf_counter() < deadline and not self.failed:
+            acked = self.acked[seen:]
+            seen += len(acked)
+            for sent, at in acked:
+                if sent > moment:
+                    return at - moment
+            time.sleep(0.001)
+        raise RuntimeError(f"no record sent after the moment was acknowledged: {self.failed[:3]}")
+
+
+class PacedProducer(Acknowledgements):
     """In a thread, an idempotent acks=all producer sends a ``size``-byte record to one
     partition about every ``interval`` seconds until the ``with`` block ends, noting when
-    each acknowledged record was sent and acknowledged (``time.perf_counter``)."""
+    each acknowledged record was sent and acknowledged."""
 
     def __init__(
         self, bootstrap: str, topic: str, partition: int = 0, size: int = 1024, interval=0.001
     ):
+        super().__init__()
         self.producer = Producer(
             producer_config(bootstrap, acks="all")
             | {"enable.idempotence": True, "message.timeout.ms": 300000}
         )
         self.topic, self.partition, self.interval = topic, partition, interval
         self.value = payload(size)
-        self.acked: list[tuple[float, float]] = []  # (sent, acknowledged), in ack order
-        self.failed: list[str] = []
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -254,18 +275,6 @@ class PacedProducer:
                     self.topic, self.value, partition=self.partition, on_delivery=callback
                 )
             self.producer.poll(0)
-
-    def first_ack_after(self, moment: float, timeout: float = 300) -> float:
-        """Seconds from ``moment`` to the first acknowledgement of a record sent after it."""
-        seen, deadline = 0, time.perf_counter() + timeout
-        while time.perf_counter() < deadline and not self.failed:
-            acked = self.acked[seen:]
-            seen += len(acked)
-            for sent, at in acked:
-                if sent > moment:
-                    return at - moment
-            time.sleep(0.001)
-        raise RuntimeError(f"no record sent after the moment was acknowledged: {self.failed[:3]}")
 
     def __enter__(self) -> PacedProducer:
         self._thread.start()
