@@ -99,8 +99,9 @@ BROKER_SETTINGS = {
 }
 # What a cluster session adds: the ZooKeeper session timeout decides how soon a kill -9'd
 # broker is noticed (S8), so it is stated here although it is also BrokerProcess's
-# default; the short retry backoff only speeds up stopping the cluster, whose last broker
-# has nobody to hand its leaderships to (no figure depends on it).
+# default; the short retry backoff only speeds up stopping Kafka's cluster, whose last
+# broker retries its controlled shutdown although nobody can take its leaderships
+# (tidelog's stops after the first attempt; no figure depends on it).
 CLUSTER_SIZE = 3
 CLUSTER_SETTINGS = {
     "zookeeper.session.timeout.ms": "6000",

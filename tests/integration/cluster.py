@@ -22,8 +22,8 @@ __all__ = ["Cluster", "wait_until"]
 
 T = TypeVar("T")
 
-# The last broker of a stopping cluster has nobody to hand its leaderships to: its
-# controlled shutdown retries need not take Kafka's 3 x 5 s.
+# A broker whose leaderships cannot move while other brokers live (a test stopped their
+# other replicas) retries its controlled shutdown: not Kafka's 3 x 5 s here.
 TEST_DEFAULTS = {"controlled.shutdown.retry.backoff.ms": "100"}
 
 

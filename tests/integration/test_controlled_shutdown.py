@@ -88,3 +88,21 @@ def test_a_broker_whose_partitions_cannot_move_still_shuts_down(cluster):
     assert "all controlled shutdown attempts failed; shutting down anyway" in log
     assert f"still leading [('{TOPIC}', 0)]" in log
     assert "('single', 0)" not in log  # a single replica is not waited for
+
+
+def test_the_last_broker_alive_shuts_down_without_retrying(cluster):
+    """Nobody can take the leaderships of the last broker of a stopping cluster: after
+    the first attempt it stops, instead of waiting out its retries."""
+    cluster.create_topic(TOPIC, partitions=6, replication_factor=3)
+    last, *others = sorted(cluster.brokers)
+    for broker_id in others:
+        assert cluster.brokers[broker_id].stop() == 0
+    wait_until(
+        lambda: all(leader == last for leader, _, _ in cluster.leaders(last, TOPIC).values()),
+        f"{last} leads all of {TOPIC}",
+    )
+
+    assert cluster.brokers[last].stop() == 0
+    log = cluster.brokers[last].log()
+    assert f"no other broker is alive to lead the 6 partitions broker {last} still" in log
+    assert "controlled shutdown attempt 2" not in log
