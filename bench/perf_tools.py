@@ -140,9 +140,14 @@ class JavaPacedProducer(loadgen.Acknowledgements):
         return self
 
     def __exit__(self, *_) -> None:
-        """Closing its input ends the sending; it flushes what is left before it exits."""
+        """Closing its input ends the sending; it flushes what is left before it exits
+        (killed if it has not within two minutes)."""
         self._process.stdin.close()
-        code = self._process.wait(120)
+        try:
+            code = self._process.wait(120)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            code = self._process.wait()
         self._reader.join()
         if code != 0 or self.failed:
             tail = self._log.read_text()[-2000:]
