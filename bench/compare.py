@@ -120,12 +120,7 @@ REPLICATED_TOPIC = {"min.insync.replicas": "2"}
 # waits a random part of one cycle before each kill; the same delays for both systems.
 S8_PING_CYCLE_S = int(CLUSTER_SETTINGS["zookeeper.session.timeout.ms"]) / 3000
 # S8's two clients, by their tool names in the report: confluent-kafka (librdkafka) and
-# Apache Kafka's own Java producer. They find a new leader differently: librdkafka asks
-# for metadata once a second while a leader is down, and when one answer both drops the
-# killed broker and names the new leader it parks the partition until the next second
-# (its broker thread, told to decommission the broker, takes the partition back from the
-# migration the same answer started); the Java producer refreshes metadata after each
-# failed reconnect, at most a second apart.
+# Apache Kafka's own Java producer; how each finds a new leader: bench/results/README.md.
 S8_CLIENTS = ("loadgen", "java-producer")
 COMPACTED_TOPIC = {
     "cleanup.policy": "compact",
@@ -1190,10 +1185,8 @@ def write_report(
         "broker's registration left ZooKeeper to that acknowledgement (what the brokers and "
         "the client add to the expiry), split at the moment the partition's state in "
         "ZooKeeper names the new leader: before it the controller's share (tool `-`), "
-        "after it the client's (it finds the new leader by a metadata refresh: librdkafka "
-        "once a second, and a second more when one answer both drops the killed broker and "
-        "names the new leader; the Java producer after each failed reconnect, at most a "
-        "second apart) and the new leader's",
+        "after it the client's (it finds the new leader by a metadata refresh; see "
+        "README.md) and the new leader's",
         reassignment.settings_line(scale.s11_throttle_mb),
         restart.settings_line(scale.s13_partitions, scale.s13_megabytes),
         wide_fetch.settings_line(scale.s14_partitions, scale.s14_seconds, scale.s14_megabytes),
