@@ -4,22 +4,12 @@ no empty figure."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 # matplotlib's font config parser calls pyparsing names that pyparsing deprecates.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
-@pytest.fixture
-def compare(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    import compare
-
-    return compare
 
 
 def session(system: str, latencies: list[float]) -> SimpleNamespace:
