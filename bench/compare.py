@@ -829,10 +829,12 @@ def s8_failover(session: Session, scale: Scale, rank: int) -> None:
             session.record("S8", case, tool, name, statistics.median(figures[tool, figure]), "s")
 
 
-def s9_rebalance(session: Session, scale: Scale) -> None:
+def s9_rebalance(session: Session, scale: Scale, rank: int) -> None:
     """A Stable group of 3 consuming members, a 4th subscribes: the time until all 4 hold
     their part of the balanced assignment (for the eager assignor, the time during which
-    the group consumes nothing), then until the 3 hold it again after the 4th leaves."""
+    the group consumes nothing), then until the 3 hold it again after the 4th leaves.
+    ``rank`` as for :func:`run_session`: the kth session of each system meets the old
+    members' heartbeats at the same phases (``groupload.rebalance``)."""
     repeats = {"range": scale.s9_repeats, "cooperative-sticky": scale.s9_cooperative_repeats}
     for assignor in S9_ASSIGNORS:
         topic = f"s9-{assignor}"
@@ -845,6 +847,7 @@ def s9_rebalance(session: Session, scale: Scale) -> None:
             members=S9_MEMBERS,
             repeats=repeats[assignor],
             assignor=assignor,
+            seed=rank,
         )
         case = f"{S9_MEMBERS}→{S9_MEMBERS + 1} members, {S9_PARTITIONS}p, {assignor}"
         joins = [s * 1000 for s in result["join_s"]]
@@ -936,10 +939,12 @@ def stop_profile(spy: subprocess.Popen | None) -> None:
 
 
 def run_session(
-    session: Session, scale: Scale, first: bool, profile: Path | None, scenarios: set[str]
+    session: Session, scale: Scale, rank: int, profile: Path | None, scenarios: set[str]
 ) -> None:
     """The chosen ``scenarios`` of S1-S6, S9, S10, S12; S2 and S6 need S1's load, so either
-    brings S1 along."""
+    brings S1 along. ``rank``: how many single-broker sessions of this system came
+    before; S5 and S12 run in the first only."""
+    first = rank == 0
     print(f"== {session.system} session {session.number}", flush=True)
     with session:
         if "S6" in scenarios:
@@ -956,7 +961,7 @@ def run_session(
         if first and "S12" in scenarios:
             s12_spark(session, scale)
         if "S9" in scenarios:
-            s9_rebalance(session, scale)
+            s9_rebalance(session, scale, rank)
         if "S10" in scenarios:
             s10_commits(session, scale)
 
@@ -1249,9 +1254,8 @@ def run_sessions(
     (one per system, Kafka first)."""
     sessions = []
     for number, system in enumerate(order):
-        first = system not in order[:number]
         sessions.append(Session(system, number, work, zookeeper))
-        run_session(sessions[-1], scale, first, profile, scenarios)
+        run_session(sessions[-1], scale, order[:number].count(system), profile, scenarios)
         shutil.rmtree(sessions[-1].directory, ignore_errors=True)
     if scenarios & PARTITIONS_SCENARIOS:
         run_per_system(

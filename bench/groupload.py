@@ -5,7 +5,8 @@ tidelog with confluent-kafka (librdkafka) consumers.
   and consuming (a producer thread keeps records coming); one more member subscribes,
   and the time until every member holds its part of the new, balanced assignment is
   measured; then that member closes (LeaveGroup) and the time until the others hold a
-  balanced assignment again. ``--repeats`` times, with a new extra member each time.
+  balanced assignment again. ``--repeats`` times, with a new extra member each time;
+  the delays before the newcomers subscribe are drawn from ``--seed``.
 - ``commit`` (S10): one member of a group that owns every partition of a topic commits
   an offset for each of them in a loop for ``--seconds``, after half as many seconds of
   the same untimed so that a JVM has compiled its commit path: synchronously (one commit
@@ -190,9 +191,21 @@ class Trickle(threading.Thread):
 
 
 def rebalance(
-    bootstrap: str, topic: str, partitions: int, members: int, repeats: int, assignor: str
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    members: int,
+    repeats: int,
+    assignor: str,
+    seed: int,
 ) -> dict:
-    """S9 for one assignor; times in seconds."""
+    """S9 for one assignor; times in seconds.
+
+    A join takes the wait until the old members hear of the rebalance in their next
+    heartbeats (every 100 ms, in phases their last rebalance set: 0 to 100 ms) plus the
+    coordinator's and the clients' work (about 5 ms, measured with tcpdump). Where in a
+    heartbeat interval each newcomer subscribes is drawn from ``seed``: a run that
+    passes both systems the same seed gives them the same draws."""
     config = group_config(
         bootstrap, f"s9-{assignor}", **{"partition.assignment.strategy": assignor}
     )
@@ -210,13 +223,14 @@ def rebalance(
         if not held.quiet(SETTLE_S):
             break
     joins, leaves, extra = [], [], 0
+    phases = random.Random(seed)
     for repeat in range(repeats):
         index = members + repeat
         newcomer = Member(index, config, topic, held, errors)
         # Its bootstrap connection is up: the time counts from subscribe. Then a random
         # part of a heartbeat interval, so that repeats do not all meet the old members'
         # heartbeats in the same phase.
-        time.sleep(0.2 + random.uniform(0, HEARTBEAT_INTERVAL_MS / 1000))
+        time.sleep(0.2 + phases.uniform(0, HEARTBEAT_INTERVAL_MS / 1000))
         newcomer.start()
         everyone = [*old, index]
         done = held.wait_for(lambda everyone=everyone: held.balanced(everyone, partitions), 60)
@@ -398,12 +412,19 @@ def main() -> None:
     parser.add_argument("--members", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--assignor", default="range")
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seconds", type=float, default=3)
     parser.add_argument("--window", type=int, default=16)
     args = parser.parse_args()
     if args.mode == "rebalance":
         result = rebalance(
-            args.bootstrap, args.topic, args.partitions, args.members, args.repeats, args.assignor
+            args.bootstrap,
+            args.topic,
+            args.partitions,
+            args.members,
+            args.repeats,
+            args.assignor,
+            args.seed,
         )
     else:
         result = commit(args.bootstrap, args.topic, args.partitions, args.seconds, args.window)
