@@ -120,6 +120,14 @@ REPLICATED_TOPIC = {"min.insync.replicas": "2"}
 # kill to expiry was 6.96-7.07 s in 2026-11-26-bc856dd, Kafka's 4.78-6.58 s), so S8
 # waits a random part of one cycle before each kill; the same delays for both systems.
 S8_PING_CYCLE_S = int(CLUSTER_SETTINGS["zookeeper.session.timeout.ms"]) / 3000
+# The run's ZooKeeper expires sessions only on multiples of its tick of CLOCK_MONOTONIC
+# (measured: five expiries 3-5 ms past such a multiple of time.perf_counter, the same
+# clock), and librdkafka looks for partitions without a leader on a 1 s timer that
+# starts with its producer. So the time from the expiry to librdkafka's next metadata
+# query is set once per session, by when its producer was created: in
+# 2026-11-28-7bf83b3, 0.98 s for all five of tidelog's kills, 0.70 s for Kafka's. S8
+# creates it at a phase of the tick drawn like the kills' delays, the same for both.
+ZOOKEEPER_TICK_MS = 2000
 # S8's two clients, by their tool names in the report: confluent-kafka (librdkafka) and
 # Apache Kafka's own Java producer; how each finds a new leader: bench/results/README.md.
 S8_CLIENTS = ("loadgen", "java-producer")
@@ -753,6 +761,12 @@ class Failover:
         }
 
 
+def wait_for_phase(phase: float, period: float) -> None:
+    """Sleep until ``time.perf_counter()`` is ``phase`` seconds past a multiple of
+    ``period``."""
+    time.sleep((phase - time.perf_counter()) % period)
+
+
 def kill_leader(
     session: Session, topic: str, clients: dict[str, loadgen.Acknowledgements], delay: float
 ) -> tuple[Failover, dict[str, float]]:
@@ -803,6 +817,7 @@ def s8_failover(session: Session, scale: Scale, rank: int) -> None:
     session.create_topic(topic, 1, REPLICATED_TOPIC)
     figures = defaultdict(list)  # (tool, figure) → seconds, one per kill
     phases = random.Random(rank)
+    wait_for_phase(phases.uniform(0, ZOOKEEPER_TICK_MS / 1000), ZOOKEEPER_TICK_MS / 1000)
     java_log = session.directory / "s8-java-producer.log"
     with (
         loadgen.PacedProducer(session.bootstrap, topic) as librdkafka,
@@ -1380,7 +1395,7 @@ def main() -> None:
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tidelog-bench-") as base:
         work = Path(base)
-        zookeeper = ZooKeeperServer(work / "zookeeper", port=0).start()
+        zookeeper = ZooKeeperServer(work / "zookeeper", port=0, tick_time=ZOOKEEPER_TICK_MS).start()
         try:
             sessions = run_sessions(
                 work,
