@@ -10,7 +10,6 @@ import socket
 import struct
 import threading
 import time
-import uuid
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -53,13 +52,11 @@ TOPIC = "fuzz"
 
 
 @pytest.fixture(scope="module")
-def broker(zookeeper, _zookeeper_admin, tmp_path_factory):
+def broker(module_chroot, tmp_path_factory):
     """One broker for the module, on a chroot of its own."""
-    chroot = f"/test-{uuid.uuid4().hex}"
-    _zookeeper_admin.create(chroot)
     process = BrokerProcess(
         tmp_path_factory.mktemp("malformed"),
-        f"{zookeeper.connect_string}{chroot}",
+        module_chroot,
         overrides={
             "socket.request.max.bytes": str(MAX_REQUEST_BYTES),
             "message.max.bytes": str(MAX_REQUEST_BYTES // 2),
