@@ -125,8 +125,9 @@ S8_PING_CYCLE_S = int(CLUSTER_SETTINGS["zookeeper.session.timeout.ms"]) / 3000
 # clock), and librdkafka looks for partitions without a leader on a 1 s timer that
 # starts with its producer. So the time from the expiry to librdkafka's next metadata
 # query is set once per session, by when its producer was created: in
-# 2026-11-28-7bf83b3, 0.98 s for all five of tidelog's kills, 0.70 s for Kafka's. S8
-# creates it at a phase of the tick drawn like the kills' delays, the same for both.
+# 2026-11-28-7bf83b3 librdkafka's time from expiry to acknowledgement was 1.97-2.00 s
+# in all five of tidelog's kills and 1.70-1.76 s in all of Kafka's. S8 creates its
+# producers at a phase of the tick drawn like the kills' delays, the same for both.
 ZOOKEEPER_TICK_MS = 2000
 # S8's two clients, by their tool names in the report: confluent-kafka (librdkafka) and
 # Apache Kafka's own Java producer; how each finds a new leader: bench/results/README.md.
@@ -810,7 +811,8 @@ def rejoin(session: Session, topic: str, broker_id: int) -> None:
 def s8_failover(session: Session, scale: Scale, rank: int) -> None:
     """Both clients (:data:`S8_CLIENTS`) write to the partition through the same kills.
     ``rank``: how many cluster sessions of this system came before; the kth session of
-    each system waits the same delays before its kills."""
+    each system creates its producers at the same phase of ZooKeeper's tick
+    (:data:`ZOOKEEPER_TICK_MS`) and waits the same delays before its kills."""
     topic = "s8-failover"
     timeout = CLUSTER_SETTINGS["zookeeper.session.timeout.ms"]
     case = f"kill -9 leader, zk session {timeout} ms"
