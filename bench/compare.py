@@ -121,13 +121,9 @@ REPLICATED_TOPIC = {"min.insync.replicas": "2"}
 # waits a random part of one cycle before each kill; the same delays for both systems.
 S8_PING_CYCLE_S = int(CLUSTER_SETTINGS["zookeeper.session.timeout.ms"]) / 3000
 # The run's ZooKeeper expires sessions only on multiples of its tick of CLOCK_MONOTONIC
-# (measured: five expiries 3-5 ms past such a multiple of time.perf_counter, the same
-# clock), and librdkafka looks for partitions without a leader on a 1 s timer that
-# starts with its producer. So the time from the expiry to librdkafka's next metadata
-# query is set once per session, by when its producer was created: in
-# 2026-11-28-7bf83b3 librdkafka's time from expiry to acknowledgement was 1.97-2.00 s
-# in all five of tidelog's kills and 1.70-1.76 s in all of Kafka's. S8 creates its
-# producers at a phase of the tick drawn like the kills' delays, the same for both.
+# (time.perf_counter's clock), and librdkafka looks for leaderless partitions on a 1 s
+# timer that starts with its producer: S8 creates its producers at a phase of the tick
+# drawn like the kills' delays, the same for both systems (bench/results/README.md).
 ZOOKEEPER_TICK_MS = 2000
 # S8's two clients, by their tool names in the report: confluent-kafka (librdkafka) and
 # Apache Kafka's own Java producer; how each finds a new leader: bench/results/README.md.

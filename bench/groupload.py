@@ -199,13 +199,10 @@ def rebalance(
     assignor: str,
     seed: int,
 ) -> dict:
-    """S9 for one assignor; times in seconds.
-
-    A join takes the wait until the old members hear of the rebalance in their next
-    heartbeats (every 100 ms, in phases their last rebalance set: 0 to 100 ms) plus the
-    coordinator's and the clients' work (about 5 ms, measured with tcpdump). Where in a
-    heartbeat interval each newcomer subscribes is drawn from ``seed``: a run that
-    passes both systems the same seed gives them the same draws."""
+    """S9 for one assignor; times in seconds. A join is mostly the wait for the old
+    members' next heartbeats (bench/results/README.md); where in a heartbeat interval
+    each newcomer subscribes is drawn from ``seed``, so a run that passes both systems
+    the same seed gives them the same draws."""
     config = group_config(
         bootstrap, f"s9-{assignor}", **{"partition.assignment.strategy": assignor}
     )
