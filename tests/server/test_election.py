@@ -1,5 +1,6 @@
 """Leader election on a change of live brokers (seed 000 控制器, seed 003 Unclean 领导者选举),
-on controlled shutdown, and of the preferred replica (seed 000 首选首领)."""
+on controlled shutdown, of the preferred replica (seed 000 首选首领), and the recovery of a
+partition whose last in-sync replica lost its log."""
 
 import pytest
 
@@ -8,6 +9,8 @@ from tidelog.controller.election import (
     controlled_shutdown_leadership,
     next_leadership,
     preferred_leadership,
+    recovery_leader,
+    without_lost_replica,
 )
 
 REPLICAS = [1, 2, 3]
@@ -73,3 +76,20 @@ def test_the_preferred_replica_may_lead_only_when_live_and_in_sync():
     assert preferred_leadership(REPLICAS, [1, 2, 3], {1, 2, 3}) == 1
     assert preferred_leadership(REPLICAS, [2, 3], {1, 2, 3}) is None
     assert preferred_leadership(REPLICAS, [1, 2, 3], {2, 3}) is None
+
+
+def test_a_broker_that_lost_its_replica_leaves_the_isr_and_the_leadership():
+    assert without_lost_replica(2, [2, 3], 3) == (2, [2])
+    assert without_lost_replica(3, [2, 3], 3) == (NO_LEADER, [2])
+    assert without_lost_replica(NO_LEADER, [3], 3) == (NO_LEADER, [])  # the ISR empties
+
+
+def test_recovery_picks_the_latest_epoch_then_the_longest_log():
+    ends = {1: (-1, -1), 2: (4, 900), 3: (5, 100)}
+    assert recovery_leader(REPLICAS, ends) == 3  # a longer log of an older epoch may diverge
+    assert recovery_leader(REPLICAS, {**ends, 3: (4, 100)}) == 2
+    assert recovery_leader(REPLICAS, {**ends, 3: (4, 900)}) == 2  # equals: assignment order
+
+
+def test_recovery_waits_until_every_replica_answered():
+    assert recovery_leader(REPLICAS, {1: (-1, -1), 2: (4, 900)}) is None

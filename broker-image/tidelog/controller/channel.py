@@ -20,6 +20,7 @@ from typing import Protocol
 from tidelog.admin.async_connection import AsyncBrokerConnection
 from tidelog.controller.requests import (
     LEADER_AND_ISR_VERSION,
+    LOG_END_VERSION,
     STOP_REPLICA_VERSION,
     UPDATE_METADATA_VERSION,
     PartitionLeadership,
@@ -27,6 +28,8 @@ from tidelog.controller.requests import (
     failed_partitions,
     inter_broker_endpoint,
     leader_and_isr_request,
+    log_end_answer,
+    log_end_request,
     stop_replica_request,
     storage_errors,
     update_metadata_request,
@@ -43,6 +46,7 @@ logger = logging.getLogger(__name__)
 # directory (KAFKA_STORAGE_ERROR in its LeaderAndIsr answer).
 OfflineReplicasReport = Callable[[int, list[tuple[str, int]]], None]
 
+UNDEFINED = -1  # the epoch and end offset of a replica that holds nothing
 INITIAL_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 1.0
 # Errors after which the request is sent again on a new connection.
@@ -67,6 +71,10 @@ class LocalBroker(Protocol):
     async def handle_stop_replica(
         self, controller_id: int, controller_epoch: int, replicas: list[ReplicaToStop]
     ) -> object: ...
+
+    def replica_log_end(
+        self, topic: str, partition: int, leader_epoch: int
+    ) -> tuple[ErrorCode, int, int]: ...
 
 
 class BrokerSender:
@@ -284,6 +292,58 @@ class ControllerChannel:
             return
         body = stop_replica_request(self.local_id, epoch, replicas)
         self._send(broker, ApiKey.STOP_REPLICA, STOP_REPLICA_VERSION, body)
+
+    async def replica_log_ends(
+        self, key: tuple[str, int], brokers: Collection[int], leader_epoch: int
+    ) -> dict[int, tuple[int, int]]:
+        """Where each broker's replica of ``key`` stands, (latest leader epoch, log end
+        offset), asked of all at once, each on a connection of its own (the answer is
+        needed now, not in the order of the broker's queue). A broker that does not host
+        the partition holds nothing: (-1, -1). One that did not answer within the
+        request timeout, or whose replica is on a failed directory, is left out."""
+
+        async def ask(broker: int) -> tuple[int, tuple[int, int] | None]:
+            try:
+                if broker == self.local_id:
+                    answer = self.local.replica_log_end(*key, leader_epoch)
+                else:
+                    answer = await self._ask_log_end(broker, key, leader_epoch)
+            except Exception as error:  # one broker's failure must not stop the event
+                logger.warning("broker %d: where %s-%d stands is unknown (%r)", broker, *key, error)
+                return broker, None
+            code, epoch, end_offset = answer
+            if code == ErrorCode.NONE:
+                return broker, (epoch, end_offset)
+            if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                return broker, (UNDEFINED, UNDEFINED)
+            logger.warning("broker %d: where %s-%d stands is unknown (%s)", broker, *key, code.name)
+            return broker, None
+
+        answers = await asyncio.gather(*(ask(broker) for broker in brokers))
+        return {broker: end for broker, end in answers if end is not None}
+
+    async def _ask_log_end(
+        self, broker: int, key: tuple[str, int], leader_epoch: int
+    ) -> tuple[ErrorCode, int, int]:
+        registration = self.brokers.get(broker)
+        address = registration and inter_broker_endpoint(registration, self.listener)
+        if address is None:
+            raise LookupError(f"no endpoint on listener {self.listener}")
+        async with asyncio.timeout(self.request_timeout_s):
+            connection = await AsyncBrokerConnection.open(
+                *address,
+                client_id=f"controller-{self.local_id}",
+                connect_timeout_s=self.connect_timeout_s,
+            )
+            try:
+                response = await connection.request(
+                    ApiKey.OFFSET_FOR_LEADER_EPOCH,
+                    LOG_END_VERSION,
+                    log_end_request(*key, leader_epoch),
+                )
+            finally:
+                connection.close()
+        return log_end_answer(response)
 
     def _send(self, broker: int, api_key: ApiKey, version: int, body: object) -> None:
         sender = self._senders.get(broker)

@@ -8,7 +8,9 @@ controller bumps ``/controller_epoch`` with a conditional write, loads every top
 assignment and partition state from ZooKeeper, elects leaders where they are missing,
 and tells every live broker (LeaderAndIsr to the replicas, a full UpdateMetadata to
 all). Then it follows ``/brokers/ids``: a broker that leaves loses its leaderships and
-its ISR memberships, a broker that (re)joins gets the metadata and its replicas back.
+its ISR memberships, a broker that (re)joins gets the metadata and its replicas back. A
+partition whose ISR emptied, because its last member came back without its log, is
+recovered from the replica with the most recent log (:meth:`Controller._recover_leader`).
 Every request carries the controller epoch, so brokers ignore a deposed controller.
 Controlled shutdown and preferred leader election are in :mod:`.leader_moves`,
 reassignment in :mod:`.reassignment`; where each partition and replica stands is kept
@@ -24,7 +26,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import replace
 
 from tidelog.controller.channel import ControllerChannel
-from tidelog.controller.election import NO_LEADER, next_leadership
+from tidelog.controller.election import NO_LEADER, next_leadership, recovery_leader
 from tidelog.controller.leader_moves import LeaderMoves, Leadership, Proposal
 from tidelog.controller.reassignment import Reassignments
 from tidelog.controller.requests import LEADER_DURING_DELETE, PartitionLeadership
@@ -213,8 +215,10 @@ class Controller(LeaderMoves, Reassignments):
     # -- ISR changes announced by leaders ------------------------------------------------------
 
     async def _isr_changed(self) -> None:
-        """Leaders change ISRs themselves and announce it under /isr_change_notification:
-        re-read those partitions' states and tell every broker (UpdateMetadata)."""
+        """Leaders change ISRs themselves and announce it under /isr_change_notification,
+        and so does a starting broker that left the ISRs of replicas it lost: re-read those
+        partitions' states, elect a leader where none is live, and tell every broker
+        (UpdateMetadata)."""
         if not self.is_active:
             return
         names = await self._zk(self.zk.isr_change_notifications, self._watch_isr_changes)
@@ -223,6 +227,12 @@ class Controller(LeaderMoves, Reassignments):
             changed.update(await self._zk(self.zk.isr_change_partitions, name))
         known = [key for key in sorted(changed) if key in self.states]
         self.states.update(await self._zk(self.zk.partition_states, known))
+        # A broker that lost replicas left their ISRs, and their leadership where it led.
+        leaderless = [key for key in known if self.states[key].leader not in self.brokers]
+        alive = set(self.brokers) - self.shutting_down_brokers()
+        elected = [key for key in leaderless if await self._elect_leader(key, alive)]
+        self._record_states(leaderless)
+        await self._send_leader_and_isr(elected)
         if known:
             await self._send_update_metadata(self._leaderships(known))
         await self._zk(self.zk.delete_isr_change_notifications, names)
@@ -382,10 +392,13 @@ class Controller(LeaderMoves, Reassignments):
 
     async def _elect_leader(self, key: TopicPartition, live: Collection[int]) -> bool:
         """Move the partition to the leader and ISR the live brokers allow (an out-of-sync
-        leader only where unclean.leader.election.enable says so); True when it changed."""
+        leader only where unclean.leader.election.enable says so; an emptied ISR through
+        :meth:`_recover_leader`); True when it changed."""
         replicas = self._replicas(key)
         state = self.states[key]
         live = set(live) - self._offline_on(key)
+        if not state.isr:
+            return await self._recover_leader(key, live)
         leader, _ = next_leadership(replicas, state.leader, state.isr, live, unclean_allowed=False)
         unclean = (
             leader == NO_LEADER
@@ -395,12 +408,45 @@ class Controller(LeaderMoves, Reassignments):
         if unclean:
             logger.warning("%s-%d: no live in-sync replica; unclean election", *key)
 
-        def propose(current: PartitionState) -> Leadership:
+        def propose(current: PartitionState) -> Leadership | None:
+            if not current.isr:
+                return None  # emptied meanwhile: recovered below
             return next_leadership(
                 replicas, current.leader, current.isr, live, unclean_allowed=unclean
             )
 
-        return await self._move_leader(key, propose)
+        if await self._move_leader(key, propose):
+            return True
+        return not self.states[key].isr and await self._recover_leader(key, live)
+
+    async def _recover_leader(self, key: TopicPartition, live: set[int]) -> bool:
+        """The partition's ISR emptied: its last member came back without its log (see
+        :mod:`.election`). Once every replica not on a failed directory is live, each is
+        asked where its log stands and the most recent leads, with an ISR of itself; until
+        then the partition stays offline (a replica that is down may hold more). True
+        when it changed."""
+        replicas = [b for b in self._replicas(key) if b not in self._offline_on(key)]
+        if not live.issuperset(replicas):
+            logger.warning(
+                "%s-%d: its ISR is empty; recovery waits for replicas %s",
+                *key,
+                sorted(set(replicas) - live),
+            )
+            return False
+        log_ends = await self.channel.replica_log_ends(key, replicas, self.states[key].leader_epoch)
+        leader = recovery_leader(replicas, log_ends)
+        if leader is None:
+            return False
+        logger.warning(
+            "%s-%d: its ISR is empty; replica %d leads, the most recent of the replicas' "
+            "(latest leader epoch, log end offset) %s",
+            *key,
+            leader,
+            log_ends,
+        )
+        return await self._move_leader(
+            key, lambda current: None if current.isr else (leader, [leader])
+        )
 
     async def _move_leader(
         self, key: TopicPartition, propose: Proposal, *, always: bool = False

@@ -1,5 +1,8 @@
 """The controller's three requests (LeaderAndIsr, UpdateMetadata, StopReplica) between
-their wire bodies and what the controller and the brokers work with.
+their wire bodies and what the controller and the brokers work with, and its one question
+to the brokers: where a replica's log stands, asked when it recovers a partition whose
+ISR emptied (OffsetForLeaderEpoch from the debugging replica id, which a follower answers
+too on tidelog; see ``handlers.offsets_for_leader_epoch``).
 
 The controller sends the versions Kafka 3.9's ZooKeeper-mode controller sends
 (LeaderAndIsr v7, UpdateMetadata v8, StopReplica v4); a broker reads every version the
@@ -18,8 +21,10 @@ from tidelog.protocol import ApiKey, request_class
 from tidelog.protocol.errors import ErrorCode
 
 __all__ = [
+    "DEBUGGING_REPLICA_ID",
     "LEADER_AND_ISR_VERSION",
     "LEADER_DURING_DELETE",
+    "LOG_END_VERSION",
     "STOP_REPLICA_VERSION",
     "UPDATE_METADATA_VERSION",
     "PartitionLeadership",
@@ -28,6 +33,8 @@ __all__ = [
     "inter_broker_endpoint",
     "leader_and_isr_request",
     "leader_and_isr_states",
+    "log_end_answer",
+    "log_end_request",
     "stop_replica_partitions",
     "stop_replica_request",
     "update_metadata_brokers",
@@ -38,6 +45,8 @@ __all__ = [
 LEADER_AND_ISR_VERSION = 7
 UPDATE_METADATA_VERSION = 8
 STOP_REPLICA_VERSION = 4
+LOG_END_VERSION = 4  # OffsetForLeaderEpoch; replica_id is in v3 and later
+DEBUGGING_REPLICA_ID = -2
 
 LEADER_DURING_DELETE = -2
 NO_EPOCH = -1
@@ -212,6 +221,26 @@ def stop_replica_request(
             for topic, stopped in _by_topic(replicas).items()
         ],
     )
+
+
+def log_end_request(topic: str, partition: int, leader_epoch: int) -> dict:
+    """The body asking a broker where its replica of the partition stands."""
+    wanted = {
+        "partition": partition,
+        "current_leader_epoch": NO_EPOCH,
+        "leader_epoch": leader_epoch,
+    }
+    return {
+        "replica_id": DEBUGGING_REPLICA_ID,
+        "topics": [{"topic": topic, "partitions": [wanted]}],
+    }
+
+
+def log_end_answer(response: object) -> tuple[ErrorCode, int, int]:
+    """(error, latest leader epoch, log end offset) from the answer to
+    :func:`log_end_request`."""
+    (answer,) = response.topics[0].partitions
+    return ErrorCode(answer.error_code), answer.leader_epoch, answer.end_offset
 
 
 def failed_partitions(response: object) -> list[tuple[object, int, int]]:

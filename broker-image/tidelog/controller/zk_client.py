@@ -476,6 +476,19 @@ class KafkaZkClient:
             return None
         return TopicAssignment.decode(topic, data)
 
+    def topic_assignments(self, topics: Iterable[str]) -> dict[str, TopicAssignment]:
+        """Many topics' assignments, read in one pipelined round trip; a topic gone
+        meanwhile is left out."""
+        pending = {topic: self.zk.get_async(topic_path(topic)) for topic in topics}
+        assignments = {}
+        for topic, result in pending.items():
+            try:
+                data, _ = result.get()
+            except NoNodeError:
+                continue
+            assignments[topic] = TopicAssignment.decode(topic, data)
+        return assignments
+
     def create_topic(self, assignment: TopicAssignment, config: Mapping[str, str]) -> None:
         """Topic config first, then the assignment (as Kafka does), atomically."""
         transaction = self.zk.transaction()

@@ -33,6 +33,7 @@ from tidelog.storage.errors import (
     OffsetOutOfRangeError,
     StorageError,
 )
+from tidelog.storage.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from tidelog.storage.log import AppendInfo, Log
 from tidelog.storage.log_manager import LogManager
 from tidelog.storage.segment import FetchSlice
@@ -303,6 +304,28 @@ class ReplicaManager:
         if not partition.is_leader:
             return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
         return partition, ErrorCode.NONE
+
+    def replica_log_end(
+        self, topic: str, index: int, leader_epoch: int
+    ) -> tuple[ErrorCode, int, int]:
+        """(error, epoch, end offset) of this broker's replica of the partition, leader or
+        follower: where ``leader_epoch`` ends in its log as OffsetForLeaderEpoch answers,
+        except that an epoch at or above the log's latest gets the latest and the log end
+        offset (where the replica stands, what the controller's recovery compares).
+        KAFKA_STORAGE_ERROR on a failed directory, UNKNOWN_TOPIC_OR_PARTITION when the
+        partition is not hosted here."""
+        partition = self.partitions.get((topic, index))
+        if partition is not None:
+            log = partition.log
+            latest = log.latest_epoch
+            if leader_epoch >= latest:
+                return ErrorCode.NONE, latest, log.log_end_offset
+            return ErrorCode.NONE, *log.end_offset_for_epoch(leader_epoch)
+        if (topic, index) in self.log_manager.offline_partitions:
+            code = ErrorCode.KAFKA_STORAGE_ERROR
+        else:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return code, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 
     # -- produce ------------------------------------------------------------------------------
 

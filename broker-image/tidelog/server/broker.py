@@ -1,11 +1,12 @@
 """The broker: storage, ZooKeeper membership, the controller role, the network.
 
 Start-up order: ZooKeeper session and cluster id, the logs (recovered if the last
-shutdown was unclean), the listeners, then the ``/brokers/ids/<id>`` registration (the
-registration of this broker's previous, killed run is waited out until its session
-expires; an id a live broker keeps stops the start with one clear error, see
-``KafkaZkClient.register_broker``), then the controller election. Shut-down
-reverses it and ends with the logs flushed, checkpointed and marked clean.
+shutdown was unclean), the listeners, the ISRs this broker leaves because it holds no log
+of their partition (say its disks were replaced), then the ``/brokers/ids/<id>``
+registration (the registration of this broker's previous, killed run is waited out until
+its session expires; an id a live broker keeps stops the start with one clear error, see
+``KafkaZkClient.register_broker``), then the controller election. Shut-down reverses it
+and ends with the logs flushed, checkpointed and marked clean.
 
 Dynamic configuration (seed 003): the dynamic broker configs in ZooKeeper are layered
 over the static ones at start-up, and the broker follows ``/config/changes``: the kazoo
@@ -43,6 +44,7 @@ from kazoo.exceptions import ConnectionLoss
 
 from tidelog.controller.channel import ControllerChannel
 from tidelog.controller.controller import Controller
+from tidelog.controller.election import without_lost_replica
 from tidelog.controller.requests import (
     PartitionLeadership,
     ReplicaToStop,
@@ -96,6 +98,8 @@ logger = logging.getLogger(__name__)
 
 # How long a stopping controller waits for its last requests to reach the brokers.
 CONTROLLER_FLUSH_TIMEOUT_S = 5.0
+# Rounds of reading and conditionally writing the ISRs this broker leaves at start-up.
+ISR_LEAVE_ATTEMPTS = 5
 
 
 class Broker:
@@ -203,6 +207,7 @@ class Broker:
             for name, host, port in config.listeners:
                 bound = await self.network.listen(name, host, port)
                 self.bound_listeners.append((name, host, bound))
+            await asyncio.to_thread(self._leave_isrs_of_lost_replicas)
             await asyncio.to_thread(self.zk.register_broker, self._registration())
         except BaseException:
             await self.network.close()
@@ -512,6 +517,47 @@ class Broker:
             await asyncio.to_thread(self.zk.announce_isr_changes, written)
         return [versions[(p.topic, p.index)] for p, _ in changes]
 
+    def _leave_isrs_of_lost_replicas(self) -> None:
+        """Before it registers (so before any controller can elect it): the ISRs that list
+        this broker for a partition it holds no log of lose it, and so does the leadership
+        where it led. Its disks were replaced, the directory failed, or it crashed before
+        creating the log: either way it has none of the records the ISR vouches for, and
+        elected it would have the other replicas truncate theirs. Each state is written
+        conditionally on its version, announced under /isr_change_notification like a
+        leader's ISR change, and read again on a conflict (blocking: runs in a thread)."""
+        hosted = set(self.log_manager.logs)
+        for _ in range(ISR_LEAVE_ATTEMPTS):
+            lacking = [
+                (topic, partition)
+                for topic, assignment in self.zk.topic_assignments(self.zk.topics()).items()
+                for partition, replicas in assignment.partitions.items()
+                if self.broker_id in replicas and (topic, partition) not in hosted
+            ]
+            proposals = {}
+            for key, state in self.zk.partition_states(lacking).items():
+                if self.broker_id in state.isr:
+                    leader, isr = without_lost_replica(state.leader, state.isr, self.broker_id)
+                    proposals[key] = replace(state, leader=leader, isr=isr)
+            if not proposals:
+                return
+            versions = self.zk.update_partition_states(proposals)
+            written = sorted(key for key, version in versions.items() if version is not None)
+            if written:
+                logger.warning(
+                    "broker %d holds no log of %d partitions whose ISR listed it (its disks "
+                    "were replaced?): it left those ISRs, e.g. %s",
+                    self.broker_id,
+                    len(written),
+                    [f"{topic}-{partition}" for topic, partition in written[:10]],
+                )
+                self.zk.announce_isr_changes(written)
+            if len(written) == len(proposals):
+                return
+        raise RuntimeError(
+            f"broker {self.broker_id} could not leave the ISRs of the partitions it holds "
+            f"no log of: their states kept changing ({ISR_LEAVE_ATTEMPTS} attempts)"
+        )
+
     def _inter_broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         registration = self.metadata.brokers.get(broker_id)
         if registration is None:
@@ -653,6 +699,13 @@ class Broker:
         if deleted:
             self.group_coordinator.partitions_deleted(deleted)
         return ErrorCode.NONE
+
+    def replica_log_end(
+        self, topic: str, partition: int, leader_epoch: int
+    ) -> tuple[ErrorCode, int, int]:
+        """Where this broker's replica stands, for its own controller's recovery (the other
+        brokers answer it as OffsetForLeaderEpoch from the debugging replica id)."""
+        return self.replica_manager.replica_log_end(topic, partition, leader_epoch)
 
     async def handle_stop_replica(
         self, controller_id: int, controller_epoch: int, replicas: list[ReplicaToStop]
