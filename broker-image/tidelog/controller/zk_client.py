@@ -39,6 +39,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.serialization import CloseInstance
 from kazoo.protocol.states import EventType, KeeperState, WatchedEvent
 
+from tidelog.controller.zk_addresses import ZooKeeperAddresses
 from tidelog.controller.zk_data import (
     BROKER_IDS,
     BROKER_SEQID,
@@ -201,10 +202,12 @@ class KafkaZkClient:
         self._session_timeout = session_timeout_ms / 1000
         self._connection_timeout = (connection_timeout_ms or session_timeout_ms) / 1000
         self.zk = KazooClient(hosts=connect, timeout=self._session_timeout)
+        self._addresses = ZooKeeperAddresses(self._hosts, self._chroot, self.zk.set_hosts)
 
     def start(self) -> None:
         """Connect, creating the chroot first if needed; ZooKeeperUnavailableError when no
-        server answers within the connection timeout."""
+        server answers within the connection timeout. The session's client reconnects to
+        the servers' addresses looked up ahead (:mod:`.zk_addresses`)."""
         if self._chroot:  # Kafka creates its chroot on first use
             bootstrap = KazooClient(hosts=self._hosts, timeout=self._session_timeout)
             try:
@@ -213,7 +216,12 @@ class KafkaZkClient:
             finally:
                 bootstrap.stop()
                 bootstrap.close()
+        self._addresses.refresh()
         self._connect(self.zk)
+        self.zk.add_listener(
+            lambda state: state != KazooState.CONNECTED and self._addresses.connection_dropped()
+        )
+        self._addresses.start()
         for path in PERSISTENT_PATHS:
             self.zk.ensure_path(path)
 
@@ -238,6 +246,7 @@ class KafkaZkClient:
         threads are daemons) and closed as kazoo closes it when its connection thread
         ends: every request still waiting fails with ConnectionLoss, so no worker thread
         waits on ZooKeeper any longer, and later calls fail at once."""
+        self._addresses.stop()
         timeout = CLOSE_TIMEOUT_S if self.zk.connected else DISCONNECTED_CLOSE_TIMEOUT_S
         failure: list[BaseException] = []
 
