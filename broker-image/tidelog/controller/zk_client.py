@@ -37,7 +37,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.serialization import CloseInstance
-from kazoo.protocol.states import EventType, KeeperState, WatchedEvent
+from kazoo.protocol.states import EventType, KeeperState, WatchedEvent, ZnodeStat
 
 from tidelog.controller.zk_addresses import ZooKeeperAddresses
 from tidelog.controller.zk_data import (
@@ -93,6 +93,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+K = TypeVar("K")  # the keys of many znodes read at once
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 RESERVED_BROKER_MAX_ID = 1000
@@ -488,15 +489,18 @@ class KafkaZkClient:
     def topic_assignments(self, topics: Iterable[str]) -> dict[str, TopicAssignment]:
         """Many topics' assignments, read in one pipelined round trip; a topic gone
         meanwhile is left out."""
-        pending = {topic: self.zk.get_async(topic_path(topic)) for topic in topics}
-        assignments = {}
-        for topic, result in pending.items():
-            try:
-                data, _ = result.get()
-            except NoNodeError:
-                continue
-            assignments[topic] = TopicAssignment.decode(topic, data)
-        return assignments
+        found = self._read_many({topic: topic_path(topic) for topic in topics})
+        return {topic: TopicAssignment.decode(topic, data) for topic, (data, _) in found.items()}
+
+    def _read_many(self, paths: Mapping[K, str]) -> dict[K, tuple[bytes, ZnodeStat]]:
+        """Many znodes' data and stat, read in one pipelined round trip; one that does not
+        exist is left out."""
+        pending = {key: self.zk.get_async(path) for key, path in paths.items()}
+        found = {}
+        for key, result in pending.items():
+            with contextlib.suppress(NoNodeError):
+                found[key] = result.get()
+        return found
 
     def create_topic(self, assignment: TopicAssignment, config: Mapping[str, str]) -> None:
         """Topic config first, then the assignment (as Kafka does), atomically."""
@@ -602,15 +606,10 @@ class KafkaZkClient:
     ) -> dict[tuple[str, int], PartitionState]:
         """The states of many partitions, read in one pipelined round trip; a partition
         without a state is left out."""
-        pending = {key: self.zk.get_async(partition_state_path(*key)) for key in keys}
-        states = {}
-        for key, result in pending.items():
-            try:
-                data, stat = result.get()
-            except NoNodeError:
-                continue
-            states[key] = PartitionState.decode(data, stat.version)
-        return states
+        found = self._read_many({key: partition_state_path(*key) for key in keys})
+        return {
+            key: PartitionState.decode(data, stat.version) for key, (data, stat) in found.items()
+        }
 
     def create_partition_states(
         self, topic: str, states: Mapping[int, PartitionState]
