@@ -22,8 +22,8 @@ RECORDS = 500
 OVERRIDES = {"zookeeper.session.timeout.ms": "6000", "replica.lag.time.max.ms": "3000"}
 
 
-def produce_acknowledged(bootstrap: str) -> list[bytes]:
-    """RECORDS values sent with acks=all, each acknowledged."""
+def produce_acknowledged(bootstrap: str, partitions: int = 1) -> list[bytes]:
+    """RECORDS values sent with acks=all over the partitions, each acknowledged; sorted."""
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
     acknowledged: list[bytes] = []
 
@@ -32,16 +32,18 @@ def produce_acknowledged(bootstrap: str) -> list[bytes]:
         acknowledged.append(message.value())
 
     for number in range(RECORDS):
-        producer.produce(TOPIC, b"%06d" % number, partition=0, on_delivery=delivered)
+        value = b"%06d" % number
+        producer.produce(TOPIC, value, partition=number % partitions, on_delivery=delivered)
     assert producer.flush(30) == 0
-    return acknowledged
+    return sorted(acknowledged)
 
 
-def read_all(bootstrap: str) -> list[bytes]:
+def read_all(bootstrap: str, partitions: int = 1) -> list[bytes]:
+    """Every record of the topic's partitions, sorted."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
     )
-    consumer.assign([TopicPartition(TOPIC, 0, 0)])
+    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(partitions)])
     found: list[bytes] = []
 
     def caught_up() -> bool:
@@ -52,7 +54,7 @@ def read_all(bootstrap: str) -> list[bytes]:
         wait_until(caught_up, f"{RECORDS} records read", timeout=60)
     finally:
         consumer.close()
-    return found
+    return sorted(found)
 
 
 def test_a_broker_back_on_empty_disks_leaves_the_isr_and_nothing_acknowledged_is_lost(
@@ -90,6 +92,28 @@ def test_a_broker_back_on_empty_disks_leaves_the_isr_and_nothing_acknowledged_is
             lambda: sorted(cluster.partition_state(TOPIC, 0)["isr"]) == [1, 2, 3],
             "broker 1 copied the partition back and rejoined the ISR",
         )
+
+
+def test_a_broker_back_at_once_on_empty_disks_rejoins_every_isr(tmp_path, zk_chroot):
+    """Killed and started again on empty disks within its session: it leaves the ISRs as
+    a follower and as a leader, the leaders and followers hear of it (a new leader epoch,
+    LeaderAndIsr), and it copies the partitions back into every ISR. Kafka's 30 s
+    replica.lag.time.max.ms: the leaders do not notice the gap by themselves."""
+    session = {"zookeeper.session.timeout.ms": OVERRIDES["zookeeper.session.timeout.ms"]}
+    with Cluster(tmp_path, zk_chroot, size=3, overrides=session) as cluster:
+        cluster.create_topic(TOPIC, assignment={0: [1, 2, 3], 1: [3, 1, 2]})
+        acknowledged = produce_acknowledged(cluster.bootstrap, partitions=2)
+        cluster.brokers[3].kill()
+        for directory in cluster.brokers[3].log_dirs:
+            shutil.rmtree(directory)
+        cluster.brokers[3].start()
+        for partition in (0, 1):
+            wait_until(
+                lambda p=partition: sorted(cluster.partition_state(TOPIC, p)["isr"]) == [1, 2, 3],
+                f"broker 3 back in the ISR of partition {partition}",
+                timeout=60,
+            )
+        assert read_all(cluster.bootstrap, partitions=2) == acknowledged
 
 
 def log_end(cluster: Cluster, broker_id: int, version: int, replica_id: int) -> tuple:

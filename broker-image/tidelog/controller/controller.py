@@ -217,7 +217,8 @@ class Controller(LeaderMoves, Reassignments):
     async def _isr_changed(self) -> None:
         """Leaders change ISRs themselves and announce it under /isr_change_notification,
         and so does a starting broker that left the ISRs of replicas it lost: re-read those
-        partitions' states, elect a leader where none is live, and tell every broker
+        partitions' states, tell the replicas of those whose leader epoch moved
+        (LeaderAndIsr, after electing a leader where none is live), and every broker
         (UpdateMetadata)."""
         if not self.is_active:
             return
@@ -226,13 +227,18 @@ class Controller(LeaderMoves, Reassignments):
         for name in names:
             changed.update(await self._zk(self.zk.isr_change_partitions, name))
         known = [key for key in sorted(changed) if key in self.states]
+        epochs = {key: self.states[key].leader_epoch for key in known}
         self.states.update(await self._zk(self.zk.partition_states, known))
-        # A broker that lost replicas left their ISRs, and their leadership where it led.
-        leaderless = [key for key in known if self.states[key].leader not in self.brokers]
+        # A leader's ISR change keeps the leader epoch. A starting broker that lost its
+        # replicas left their ISRs (and leaderships) with a new one: the replicas learn it
+        # by LeaderAndIsr, and a partition left without a live leader gets one.
+        moved = [key for key in known if self.states[key].leader_epoch != epochs[key]]
         alive = set(self.brokers) - self.shutting_down_brokers()
-        elected = [key for key in leaderless if await self._elect_leader(key, alive)]
-        self._record_states(leaderless)
-        await self._send_leader_and_isr(elected)
+        for key in moved:
+            if self.states[key].leader not in self.brokers:
+                await self._elect_leader(key, alive)
+        self._record_states(moved)
+        await self._send_leader_and_isr(moved)
         if known:
             await self._send_update_metadata(self._leaderships(known))
         await self._zk(self.zk.delete_isr_change_notifications, names)

@@ -522,9 +522,11 @@ class Broker:
         this broker for a partition it holds no log of lose it, and so does the leadership
         where it led. Its disks were replaced, the directory failed, or it crashed before
         creating the log: either way it has none of the records the ISR vouches for, and
-        elected it would have the other replicas truncate theirs. Each state is written
-        conditionally on its version, announced under /isr_change_notification like a
-        leader's ISR change, and read again on a conflict (blocking: runs in a thread)."""
+        elected it would have the other replicas truncate theirs. Each state gets a new
+        leader epoch (as the controller's removal of a replica from an ISR does: the
+        replicas learn it by LeaderAndIsr), is written conditionally on its version,
+        announced under /isr_change_notification like a leader's ISR change, and read
+        again on a conflict (blocking: runs in a thread)."""
         hosted = set(self.log_manager.logs)
         for _ in range(ISR_LEAVE_ATTEMPTS):
             lacking = [
@@ -537,7 +539,8 @@ class Broker:
             for key, state in self.zk.partition_states(lacking).items():
                 if self.broker_id in state.isr:
                     leader, isr = without_lost_replica(state.leader, state.isr, self.broker_id)
-                    proposals[key] = replace(state, leader=leader, isr=isr)
+                    epoch = state.leader_epoch + 1  # the controller tells the replicas
+                    proposals[key] = replace(state, leader=leader, leader_epoch=epoch, isr=isr)
             if not proposals:
                 return
             versions = self.zk.update_partition_states(proposals)
