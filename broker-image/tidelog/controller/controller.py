@@ -421,9 +421,10 @@ class Controller(LeaderMoves, Reassignments):
                 replicas, current.leader, current.isr, live, unclean_allowed=unclean
             )
 
-        if await self._move_leader(key, propose):
-            return True
-        return not self.states[key].isr and await self._recover_leader(key, live)
+        moved = await self._move_leader(key, propose)
+        if not self.states[key].isr:
+            return await self._recover_leader(key, live) or moved
+        return moved
 
     async def _recover_leader(self, key: TopicPartition, live: set[int]) -> bool:
         """The partition's ISR emptied: its last member came back without its log (see
@@ -459,14 +460,17 @@ class Controller(LeaderMoves, Reassignments):
     ) -> bool:
         """Write the proposed leader and ISR with leader epoch +1, conditionally on the
         state's version; on a conflict (a leader changed the ISR) read it and propose
-        again. True when it changed. ``always`` bumps the epoch even when the proposal
-        is the current leader and ISR (the replicas learn a new replica set)."""
+        again. True when it changed, also when the state read on a conflict has a new
+        leader epoch (a starting broker left the ISR of a replica it lost: the replicas
+        must hear of it). ``always`` bumps the epoch even when the proposal is the
+        current leader and ISR (the replicas learn a new replica set)."""
         topic, partition = key
         state = self.states[key]
+        known_epoch = state.leader_epoch
         for _ in range(STATE_WRITE_ATTEMPTS):
             proposal = propose(state)
             if proposal is None or (not always and proposal == (state.leader, state.isr)):
-                return False
+                return state.leader_epoch != known_epoch
             leader, isr = proposal
             new = PartitionState(leader, state.leader_epoch + 1, isr, self.epoch, state.zk_version)
             try:
