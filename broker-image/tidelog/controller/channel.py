@@ -37,6 +37,7 @@ from tidelog.controller.requests import (
 from tidelog.controller.zk_data import BrokerRegistration
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
+from tidelog.storage.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 
 __all__ = ["BrokerSender", "ControllerChannel", "LocalBroker"]
 
@@ -46,7 +47,6 @@ logger = logging.getLogger(__name__)
 # directory (KAFKA_STORAGE_ERROR in its LeaderAndIsr answer).
 OfflineReplicasReport = Callable[[int, list[tuple[str, int]]], None]
 
-UNDEFINED = -1  # the epoch and end offset of a replica that holds nothing
 INITIAL_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 1.0
 # Errors after which the request is sent again on a new connection.
@@ -315,7 +315,7 @@ class ControllerChannel:
             if code == ErrorCode.NONE:
                 return broker, (epoch, end_offset)
             if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
-                return broker, (UNDEFINED, UNDEFINED)
+                return broker, (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
             logger.warning("broker %d: where %s-%d stands is unknown (%s)", broker, *key, code.name)
             return broker, None
 

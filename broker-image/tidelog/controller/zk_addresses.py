@@ -67,7 +67,7 @@ class ZooKeeperAddresses:
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="zookeeper-addresses", daemon=True)
 
-    def hosts_string(self) -> str:
+    def _hosts_string(self) -> str:
         """kazoo's hosts: each host's last known addresses, else its name."""
         parts = []
         for host, port in self._hosts:
@@ -90,7 +90,7 @@ class ZooKeeperAddresses:
                 continue
             if found:
                 self._known[(host, port)] = found
-        hosts = self.hosts_string()
+        hosts = self._hosts_string()
         if hosts != self._applied:
             self._apply(hosts)
             self._applied = hosts
