@@ -38,6 +38,7 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.serialization import CloseInstance
 from kazoo.protocol.states import EventType, KeeperState, WatchedEvent, ZnodeStat
+from kazoo.retry import KazooRetry
 
 from tidelog.controller.zk_addresses import ZooKeeperAddresses
 from tidelog.controller.zk_data import (
@@ -106,6 +107,12 @@ CONFIG_CHANGE_PREFIX = "config_change_"
 # host (up to the session timeout).
 CLOSE_TIMEOUT_S = 5.0
 DISCONNECTED_CLOSE_TIMEOUT_S = 1.0
+# The longest wait between two rounds of connection attempts. kazoo doubles its wait
+# after each failed round, up to an hour: a broker whose ZooKeeper was away for a minute
+# would find it back only a minute later, its session expired meanwhile, and one that
+# starts while its ensemble forms would start that much later. ZooKeeper's own client
+# tries again within a second.
+RECONNECT_MAX_DELAY_S = 1.0
 # How often a bounded request checks the connection while it waits.
 _POLL_S = 0.1
 # How long a starting broker waits, in session timeouts, for the registration of a session
@@ -202,7 +209,7 @@ class KafkaZkClient:
         self._hosts, self._chroot = split_connect_string(connect)
         self._session_timeout = session_timeout_ms / 1000
         self._connection_timeout = (connection_timeout_ms or session_timeout_ms) / 1000
-        self.zk = KazooClient(hosts=connect, timeout=self._session_timeout)
+        self.zk = self._kazoo_client(connect)
         self._addresses = ZooKeeperAddresses(self._hosts, self._chroot, self.zk.set_hosts)
 
     def start(self) -> None:
@@ -210,7 +217,7 @@ class KafkaZkClient:
         server answers within the connection timeout. The session's client reconnects to
         the servers' addresses looked up ahead (:mod:`.zk_addresses`)."""
         if self._chroot:  # Kafka creates its chroot on first use
-            bootstrap = KazooClient(hosts=self._hosts, timeout=self._session_timeout)
+            bootstrap = self._kazoo_client(self._hosts)
             try:
                 self._connect(bootstrap)
                 bootstrap.ensure_path(self._chroot)
@@ -225,6 +232,13 @@ class KafkaZkClient:
         self._addresses.start()
         for path in PERSISTENT_PATHS:
             self.zk.ensure_path(path)
+
+    def _kazoo_client(self, hosts: str) -> KazooClient:
+        return KazooClient(
+            hosts=hosts,
+            timeout=self._session_timeout,
+            connection_retry=KazooRetry(max_tries=-1, max_delay=RECONNECT_MAX_DELAY_S),
+        )
 
     def _connect(self, client: KazooClient) -> None:
         try:
