@@ -15,7 +15,11 @@ import resource
 import signal
 import sys
 
-from tidelog.controller.zk_client import BrokerIdTakenError, ZooKeeperUnavailableError
+from tidelog.controller.zk_client import (
+    BrokerIdTakenError,
+    ZooKeeperStartStopped,
+    ZooKeeperUnavailableError,
+)
 from tidelog.server.config import BrokerConfig, ConfigError
 from tidelog.server.env_overrides import load_config
 from tidelog.server.idle_poll import new_event_loop
@@ -43,12 +47,22 @@ async def _run(config: BrokerConfig) -> None:
 
     broker = Broker(config)
     # Handlers first: a SIGTERM during start-up (log recovery can be long) waits for the
-    # start to finish and then shuts down cleanly instead of killing the process.
+    # start to finish and then shuts down cleanly instead of killing the process; one
+    # while the start still waits for ZooKeeper ends that wait and the process.
     stop = asyncio.Event()
+
+    def stop_asked() -> None:
+        stop.set()
+        broker.stop_starting()
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await broker.start()
+        loop.add_signal_handler(sig, stop_asked)
+    try:
+        await broker.start()
+    except ZooKeeperStartStopped as stopped:
+        logging.getLogger("tidelog.server").info("%s", stopped)
+        return
     await stop.wait()
     await broker.shutdown()
 

@@ -35,7 +35,6 @@ from kazoo.exceptions import (
     RolledBackError,
     SessionExpiredError,
 )
-from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.serialization import CloseInstance
 from kazoo.protocol.states import EventType, KeeperState, WatchedEvent, ZnodeStat
 from kazoo.retry import KazooRetry
@@ -86,6 +85,7 @@ __all__ = [
     "StalePartitionStateError",
     "TopicExistsError",
     "ZkError",
+    "ZooKeeperStartStopped",
     "ZooKeeperUnavailableError",
     "config_change_number",
     "until_answered",
@@ -113,7 +113,8 @@ DISCONNECTED_CLOSE_TIMEOUT_S = 1.0
 # starts while its ensemble forms would start that much later. ZooKeeper's own client
 # tries again within a second.
 RECONNECT_MAX_DELAY_S = 1.0
-# How often a bounded request checks the connection while it waits.
+# How often a bounded request checks the connection while it waits, and a start that
+# waits for ZooKeeper whether it should give up.
 _POLL_S = 0.1
 # How long a starting broker waits, in session timeouts, for the registration of a session
 # that is not its own to go (see KafkaZkClient.register_broker). ZooKeeper expires a
@@ -157,6 +158,10 @@ class ZkError(Exception):
 class ZooKeeperUnavailableError(ZkError):
     """No connection to ZooKeeper, or no answer in time: a request would wait until the
     client reconnects."""
+
+
+class ZooKeeperStartStopped(ZooKeeperUnavailableError):
+    """The broker was asked to stop while its start waited for ZooKeeper."""
 
 
 class BrokerIdTakenError(ZkError):
@@ -204,8 +209,11 @@ class KafkaZkClient:
         *,
         session_timeout_ms: int = 18000,
         connection_timeout_ms: int | None = None,
+        give_up: threading.Event | None = None,
     ):
         self.connect_string = connect
+        # Set by a broker stopped while it starts: start() stops waiting for ZooKeeper.
+        self._give_up = give_up or threading.Event()
         self._hosts, self._chroot = split_connect_string(connect)
         self._session_timeout = session_timeout_ms / 1000
         self._connection_timeout = (connection_timeout_ms or session_timeout_ms) / 1000
@@ -214,8 +222,14 @@ class KafkaZkClient:
 
     def start(self) -> None:
         """Connect, creating the chroot first if needed; ZooKeeperUnavailableError when no
-        server answers within the connection timeout. The session's client reconnects to
-        the servers' addresses looked up ahead (:mod:`.zk_addresses`)."""
+        server answers within the connection timeout; ZooKeeperStartStopped as soon as
+        ``give_up`` is set while it waits. The session's client reconnects to the
+        servers' addresses looked up ahead (:mod:`.zk_addresses`)."""
+        logger.info(
+            "connecting to ZooKeeper at %s (waiting up to %.0f s)",
+            self.connect_string,
+            self._connection_timeout,
+        )
         if self._chroot:  # Kafka creates its chroot on first use
             bootstrap = self._kazoo_client(self._hosts)
             try:
@@ -241,13 +255,20 @@ class KafkaZkClient:
         )
 
     def _connect(self, client: KazooClient) -> None:
-        try:
-            client.start(timeout=self._connection_timeout)
-        except KazooTimeoutError:
-            client.stop()  # it would go on trying in the background
-            raise ZooKeeperUnavailableError(
-                f"no ZooKeeper answered at {self.connect_string} in time"
-            ) from None
+        """kazoo's start(timeout), also ended by ``give_up``."""
+        connected = client.start_async()
+        deadline = time.monotonic() + self._connection_timeout
+        while not connected.wait(_POLL_S):
+            if self._give_up.is_set() or time.monotonic() >= deadline:
+                client.stop()  # it would go on trying in the background
+                client.close()
+                if self._give_up.is_set():
+                    raise ZooKeeperStartStopped(
+                        f"stopped before ZooKeeper at {self.connect_string} answered"
+                    )
+                raise ZooKeeperUnavailableError(
+                    f"no ZooKeeper answered at {self.connect_string} in time"
+                )
 
     def close(self) -> None:
         """End the session and stop kazoo's threads, waiting at most ``CLOSE_TIMEOUT_S``

@@ -35,6 +35,7 @@ import concurrent.futures
 import contextlib
 import logging
 import socket
+import threading
 import time
 import uuid
 from dataclasses import replace
@@ -115,6 +116,8 @@ class Broker:
         self._replica_state_change = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
         self.stopped = asyncio.Event()
+        # Set when the broker is stopped during start-up: the wait for ZooKeeper ends.
+        self._stop_starting = threading.Event()
         # Listeners are bound before registration (a port 0 listener must be known to
         # register it), but requests wait until the controller election has run, so a
         # client never learns an empty cluster from a broker that is starting.
@@ -133,6 +136,11 @@ class Broker:
 
     # -- life cycle ----------------------------------------------------------------------
 
+    def stop_starting(self) -> None:
+        """A stop asked while the broker starts: a start still waiting for ZooKeeper gives
+        up at once (ZooKeeperStartStopped), since nothing is loaded or registered yet."""
+        self._stop_starting.set()
+
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         config = self.config
@@ -140,6 +148,7 @@ class Broker:
             config["zookeeper.connect"],
             session_timeout_ms=config["zookeeper.session.timeout.ms"],
             connection_timeout_ms=config["zookeeper.connection.timeout.ms"],
+            give_up=self._stop_starting,
         )
         await asyncio.to_thread(self.zk.start)
         cluster_id = await asyncio.to_thread(self.zk.get_or_create_cluster_id)
