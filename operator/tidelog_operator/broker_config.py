@@ -82,9 +82,15 @@ def check_config(config: Mapping[str, object], operator_keys: Mapping[str, str])
     return CheckedConfig(accepted, refused)
 
 
-def server_properties(operator_keys: Mapping[str, str], accepted: Mapping[str, str]) -> str:
-    """The brokers' ``server.properties``: the operator's keys, then the user's."""
+def server_properties(
+    operator_keys: Mapping[str, str],
+    accepted: Mapping[str, str],
+    defaults: Mapping[str, str],
+) -> str:
+    """The brokers' ``server.properties``: the operator's keys and its defaults that the
+    user does not set, then the user's."""
     lines = ["# Written by the tidelog operator: the operator's keys, then spec.brokers.config."]
-    lines += [f"{key}={value}" for key, value in sorted(operator_keys.items())]
+    chosen = {**{k: v for k, v in defaults.items() if k not in accepted}, **operator_keys}
+    lines += [f"{key}={value}" for key, value in sorted(chosen.items())]
     lines += [f"{key}={value}" for key, value in sorted(accepted.items())]
     return "\n".join(lines) + "\n"

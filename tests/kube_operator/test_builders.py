@@ -8,6 +8,7 @@ import pytest
 
 from tidelog_operator.broker_config import check_config, server_properties
 from tidelog_operator.builders import brokers, storage, zookeeper
+from tidelog_operator.cluster.children import desired_children
 from tidelog_operator.spec import parse_cluster
 
 VOLUMES = {
@@ -166,8 +167,42 @@ def test_a_set_the_broker_would_refuse_is_refused_whole():
 
 
 def test_server_properties_hold_the_operators_keys_then_the_users():
-    text = server_properties({"log.dirs": "/d0"}, {"min.insync.replicas": "2"})
-    assert text.splitlines()[1:] == ["log.dirs=/d0", "min.insync.replicas=2"]
+    text = server_properties(
+        {"log.dirs": "/d0"},
+        {"min.insync.replicas": "2", "num.io.threads": "4"},
+        {"num.io.threads": "8", "zookeeper.connection.timeout.ms": "9000"},
+    )
+    assert text.splitlines()[1:] == [
+        "log.dirs=/d0",
+        "zookeeper.connection.timeout.ms=9000",
+        "min.insync.replicas=2",
+        "num.io.threads=4",
+    ]
+
+
+def _properties(spec) -> list[str]:
+    (config,) = [o for o in desired_children(spec).objects if o["kind"] == "ConfigMap"]
+    return config["data"]["server.properties"].splitlines()
+
+
+def test_brokers_wait_for_the_clusters_own_ensemble_as_long_as_its_servers_do():
+    """Brokers start beside the ensemble's servers: with Kafka's default they would give
+    up after the session timeout while the servers still elect a leader, and restart
+    after the kubelet's back-off."""
+    own = _properties(cluster(VOLUMES))
+    assert "zookeeper.connection.timeout.ms=600000" in own
+    command = zookeeper.zookeeper_statefulset(cluster(VOLUMES), "i")["spec"]["template"]["spec"][
+        "containers"
+    ][0]["command"][2]
+    assert "--start-timeout 600 " in command
+    chosen = _properties(
+        cluster({**VOLUMES, "brokers": {"config": {"zookeeper.connection.timeout.ms": 30000}}})
+    )
+    assert [line for line in chosen if line.startswith("zookeeper.connection.timeout.ms")] == [
+        "zookeeper.connection.timeout.ms=30000"
+    ]
+    external = cluster({**VOLUMES, "zookeeper": {"connect": "zk-a:2181"}})
+    assert not any(line.startswith("zookeeper.connection") for line in _properties(external))
 
 
 def test_an_ephemeral_ensemble_keeps_its_data_in_empty_dirs():

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from tidelog_operator import names
+from tidelog_operator.builders import zookeeper
 from tidelog_operator.builders.common import spread_over_nodes
 from tidelog_operator.spec import ClusterSpec
 
@@ -27,6 +28,7 @@ __all__ = [
     "broker_config_map",
     "broker_keys",
     "brokers_service",
+    "default_keys",
     "external_services",
     "node_reader_binding",
     "operator_keys",
@@ -61,6 +63,17 @@ def operator_keys(spec: ClusterSpec, zookeeper_connect: str) -> dict[str, str]:
         "log.dirs": ",".join(v.path for v in spec.volumes),
         "zookeeper.connect": zookeeper_connect,
     }
+
+
+def default_keys(spec: ClusterSpec) -> dict[str, str]:
+    """The keys the operator sets unless ``spec.brokers.config`` does. Beside the
+    Cluster's own ensemble, brokers start while its servers may still be electing a
+    leader: they wait for it as long as the servers wait for each other, rather than give
+    up after Kafka's default (the session timeout) and go through the kubelet's
+    crash-loop back-off (10 s, 20 s, 40 s ... before each next start)."""
+    if spec.zookeeper.external:
+        return {}
+    return {"zookeeper.connection.timeout.ms": str(zookeeper.START_TIMEOUT_S * 1000)}
 
 
 def broker_keys(spec: ClusterSpec, zookeeper_connect: str, broker_id: int) -> dict[str, str]:

@@ -15,6 +15,9 @@ from tidelog_operator.spec import ClusterSpec
 __all__ = ["connect_string", "zookeeper_service", "zookeeper_statefulset"]
 
 DATA_DIR = "/var/lib/tidelog/zookeeper"
+# How long a server waits at start for the others, which may take a while to be
+# scheduled, and the brokers for the ensemble (``brokers.default_keys``).
+START_TIMEOUT_S = 600
 
 
 def _host(spec: ClusterSpec, ordinal: int) -> str:
@@ -66,11 +69,10 @@ def _command(spec: ClusterSpec) -> list[str]:
     ensemble = (
         f" {servers} --my-id $(( ${{HOSTNAME##*-}} + 1 ))" if spec.zookeeper.replicas > 1 else ""
     )
-    # The other servers may take a while to be scheduled: wait for them.
     return [
         "sh",
         "-c",
-        f"exec tidelog-entrypoint tidelog-zookeeper --start-timeout 600{ensemble}",
+        f"exec tidelog-entrypoint tidelog-zookeeper --start-timeout {START_TIMEOUT_S}{ensemble}",
     ]
 
 

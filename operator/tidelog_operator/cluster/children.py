@@ -25,8 +25,10 @@ class Children:
 def desired_children(spec: ClusterSpec) -> Children:
     """The namespaced objects of the Cluster, in the order they are applied."""
     connect = zookeeper.connect_string(spec)
-    checked = check_config(spec.brokers.config, brokers.broker_keys(spec, connect, 0))
-    properties = server_properties(brokers.operator_keys(spec, connect), checked.accepted)
+    defaults = brokers.default_keys(spec)
+    keys = {**defaults, **brokers.broker_keys(spec, connect, 0)}
+    checked = check_config(spec.brokers.config, keys)
+    properties = server_properties(brokers.operator_keys(spec, connect), checked.accepted, defaults)
     config_hash = hashlib.sha256(properties.encode()).hexdigest()[:16]
     objects: list[dict[str, Any]] = []
     ensemble = zookeeper.zookeeper_statefulset(spec, spec.brokers.image)
