@@ -22,14 +22,15 @@ RECORDS = 500
 OVERRIDES = {"zookeeper.session.timeout.ms": "6000", "replica.lag.time.max.ms": "3000"}
 
 
-def produce_acknowledged(bootstrap: str, partitions: int = 1) -> list[bytes]:
-    """RECORDS values sent with acks=all over the partitions, each acknowledged; sorted."""
+def produce_acknowledged(bootstrap: str, partitions: int = 1) -> list[tuple[int, int, bytes]]:
+    """RECORDS values sent with acks=all over the partitions, each acknowledged: the
+    (partition, offset, value) of each, in partition and offset order."""
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
-    acknowledged: list[bytes] = []
+    acknowledged: list[tuple[int, int, bytes]] = []
 
     def delivered(error, message) -> None:
         assert error is None, error
-        acknowledged.append(message.value())
+        acknowledged.append((message.partition(), message.offset(), message.value()))
 
     for number in range(RECORDS):
         value = b"%06d" % number
@@ -38,16 +39,21 @@ def produce_acknowledged(bootstrap: str, partitions: int = 1) -> list[bytes]:
     return sorted(acknowledged)
 
 
-def read_all(bootstrap: str, partitions: int = 1) -> list[bytes]:
-    """Every record of the topic's partitions, sorted."""
+def read_all(bootstrap: str, partitions: int = 1) -> list[tuple[int, int, bytes]]:
+    """Every record of the topic's partitions as (partition, offset, value), in partition
+    and offset order."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
     )
     consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(partitions)])
-    found: list[bytes] = []
+    found: list[tuple[int, int, bytes]] = []
 
     def caught_up() -> bool:
-        found.extend(m.value() for m in consumer.consume(1000, 0.5) if not m.error())
+        found.extend(
+            (m.partition(), m.offset(), m.value())
+            for m in consumer.consume(1000, 0.5)
+            if not m.error()
+        )
         return len(found) >= RECORDS
 
     try:
