@@ -14,6 +14,10 @@ KAFKA_STAMP := $(KAFKA_LIBS)/.complete
 
 export TIDELOG_KAFKA_LIBS := $(KAFKA_LIBS)
 
+# Maven 3.8 does not lock its local repository against a second mvn writing to it, and
+# the set-up runs its steps side by side (`make test`): the Maven steps take turns.
+MVN := mkdir -p $(CACHE_DIR) && flock $(CACHE_DIR)/.maven.lock mvn --batch-mode --quiet
+
 # Apache ZooKeeper's server (tidelog-zookeeper: tests and `make run`), cached per version.
 ZOOKEEPER_VERSION := 3.8.4
 ZOOKEEPER_LIBS := $(CACHE_DIR)/zookeeper-$(ZOOKEEPER_VERSION)/libs
@@ -99,7 +103,7 @@ kafka-libs: $(KAFKA_STAMP)
 # The directory is emptied first so that a changed pom leaves no stale jars behind.
 $(KAFKA_STAMP): tools/kafka-libs/pom.xml
 	rm -rf $(KAFKA_LIBS)
-	mvn --batch-mode --quiet -f tools/kafka-libs/pom.xml \
+	$(MVN) -f tools/kafka-libs/pom.xml \
 	    -Dkafka.version=$(KAFKA_VERSION) dependency:copy-dependencies \
 	    -DoutputDirectory=$(KAFKA_LIBS)
 	touch $@
@@ -110,7 +114,7 @@ zookeeper-libs: $(ZOOKEEPER_STAMP)
 # same way as Kafka's above.
 $(ZOOKEEPER_STAMP): tools/zookeeper/pom.xml
 	rm -rf $(ZOOKEEPER_LIBS)
-	mvn --batch-mode --quiet -f tools/zookeeper/pom.xml \
+	$(MVN) -f tools/zookeeper/pom.xml \
 	    -Dzookeeper.version=$(ZOOKEEPER_VERSION) dependency:copy-dependencies \
 	    -DoutputDirectory=$(ZOOKEEPER_LIBS)
 	touch $@
@@ -120,7 +124,7 @@ spark-libs: $(SPARK_STAMP)
 # The jars of Spark's Kafka source and sink beyond PySpark's own, the same way.
 $(SPARK_STAMP): tools/spark-libs/pom.xml pyproject.toml
 	rm -rf $(SPARK_LIBS)
-	mvn --batch-mode --quiet -f tools/spark-libs/pom.xml \
+	$(MVN) -f tools/spark-libs/pom.xml \
 	    -Dspark.version=$(SPARK_VERSION) dependency:copy-dependencies \
 	    -DoutputDirectory=$(SPARK_LIBS)
 	touch $@
@@ -161,6 +165,12 @@ protocol-messages: kafka-libs
 run: setup
 	$(BIN)/tidelog-demo
 
+# Set-up steps made side by side wherever one does not need another: from empty caches
+# the Go builds of k8s-tools keep both cores busy for about 11 minutes, while pip, Maven,
+# debootstrap and the image builds mostly wait for downloads and the disk.
+SETUP_JOBS ?= 4
+side_by_side = $(MAKE) --no-print-directory --jobs=$(SETUP_JOBS) $(1)
+
 # The whole suite: the Go tools' tests, then pytest in two parts (conftest.py): the light
 # tests shared between TEST_WORKERS pytest-xdist workers (one module per unit of work),
 # then the heavy ones alone: the Spark tests, the bench harness's smoke run and the kind
@@ -169,14 +179,16 @@ run: setup
 # tests' times, to keep the suite's time in view.
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter-out 1,$(TEST_WORKERS)),--numprocesses $(TEST_WORKERS) --dist loadgroup)
-test: setup kafka-libs k8s-tools images kind-node-image go-test
+test:
+	$(call side_by_side,setup kafka-libs k8s-tools images kind-node-image go-test)
 	$(BIN)/pytest $(XDIST) -m "not heavy" --durations=20; light=$$?; \
 	if [ $$light -gt 1 ]; then exit $$light; fi; \
 	$(BIN)/pytest -m heavy --durations=20; heavy=$$?; \
 	[ $$light -eq 0 ] && [ $$heavy -eq 0 ]
 
 # The kind end-to-end tests alone (e2e/conftest.py: E2E_KEEP=1 keeps the cluster).
-e2e: setup k8s-tools images kind-node-image
+e2e:
+	$(call side_by_side,setup k8s-tools images kind-node-image)
 	$(BIN)/pytest --durations=0 e2e
 
 go-test:
