@@ -5,6 +5,7 @@ modules register again)."""
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -35,7 +36,12 @@ def run_operator(
         kopf.set_default_registry(registry)
         try:
             for module in ("tidelog_operator.settings", *modules):
-                importlib.reload(importlib.import_module(module))
+                # Registered once: a first import registers, so only a module imported
+                # before is reloaded (importing then reloading doubled every handler).
+                if module in sys.modules:
+                    importlib.reload(sys.modules[module])
+                else:
+                    importlib.import_module(module)
         finally:
             kopf.set_default_registry(previous)
         kube.api.cache_clear()
