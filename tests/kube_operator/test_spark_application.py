@@ -92,6 +92,9 @@ def test_a_reset_stops_the_application_and_it_starts_once_applied():
     stopping = step(app, Observed(job="succeeded", driver="Running"), reset_waiting=True)
     assert (stopping.action, stopping.application["state"]) == ("stop", "Stopping")
     assert stopping.event[0] == "ApplicationStopping"
+    terminating = Observed(job="succeeded", driver="Running")
+    still = step(stopping.application, terminating, reset_waiting=True)
+    assert (still.action, still.application["state"], still.event) == ("stop", "Stopping", None)
     submitting = step(app, Observed(job="active"), reset_waiting=True)
     assert (submitting.action, submitting.application["state"]) == ("stop", "Stopping")
     stopped = step(stopping.application, Observed(job="succeeded"), reset_waiting=True)

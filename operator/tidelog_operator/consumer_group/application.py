@@ -116,6 +116,10 @@ def _submit(app: dict[str, Any], why: str) -> Step:
 
 
 def _stopping(app: dict[str, Any], why: str) -> Step:
+    """Delete the submission, and say so once: the passes while its driver stops (each
+    change of the terminating pod brings one) ask for the deletion again, silently."""
+    if app.get("state") == STOPPING:
+        return Step(app, "stop")
     event = (Reason.APPLICATION_STOPPING, f"stopping the application {why}")
     return Step({**app, "state": STOPPING}, "stop", event)
 
