@@ -39,6 +39,10 @@ ZOOKEEPER_ELECTION_PORT = 3888
 CLUSTER_LABEL = "tidelog.dev/cluster"
 COMPONENT_LABEL = "app.kubernetes.io/component"
 CONSUMER_GROUP_LABEL = "tidelog.dev/consumer-group"
+SPARK_ROLE_LABEL = "spark-role"  # Spark's own, on the pods it makes: "driver" or "executor"
+# The driver pods of every ConsumerGroup's Spark application: the only pods the operator
+# watches (the API server filters them).
+SPARK_DRIVERS_SELECTOR = f"{CONSUMER_GROUP_LABEL},{SPARK_ROLE_LABEL}=driver"
 
 
 def cluster_labels(cluster: str) -> dict[str, str]:

@@ -1,7 +1,8 @@
 """The operator's kopf settings and login, registered with the handlers.
 
 Handler progress and the last handled spec live in annotations under ``tidelog.dev/``
-(the statuses' schemas hold only what the operator reports).
+(the statuses' schemas hold only what the operator reports). Of the pods, the operator
+watches only the Spark drivers of ConsumerGroups: the API server filters them by label.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 
 import kopf
 
-from tidelog_operator.names import GROUP
+from tidelog_operator.names import GROUP, SPARK_DRIVERS_SELECTOR
 
 __all__ = ["configure", "login"]
 
@@ -29,3 +30,4 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     )
     settings.persistence.finalizer = f"{GROUP}/operator"
     settings.execution.max_workers = 8
+    settings.watching.label_selectors["v1", "pods"] = SPARK_DRIVERS_SELECTOR

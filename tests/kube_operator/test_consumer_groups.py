@@ -11,14 +11,15 @@ from kubernetes import client
 
 from integration.cluster import wait_until
 from kube_operator.conftest import GROUP, VERSION
+from tidelog_operator import names
 from tidelog_operator.consumer_group.spark_runner import spec_digest
 
 pytestmark = pytest.mark.timeout(300)
 
 
-def group_object(kube_api, namespace: str) -> dict:
+def group_object(kube_api, namespace: str, name: str = "readers") -> dict:
     return client.CustomObjectsApi(kube_api).get_namespaced_custom_object(
-        GROUP, VERSION, namespace, "consumergroups", "readers"
+        GROUP, VERSION, namespace, "consumergroups", name
     )
 
 
@@ -205,3 +206,94 @@ def test_a_spark_section_is_submitted_and_submitted_again_when_its_driver_is_gon
             GROUP, VERSION, ns, "consumergroups", "bars", {"spec": {"spark": None}}
         )
         wait_until(lambda: not application(), "the application gone from the status")
+
+
+def test_a_driver_pod_is_followed_as_it_runs_and_goes_and_a_reset_restarts_at_once(
+    brokers, run_operator, kube_api, kube_namespace, monkeypatch, tidelog_crds
+):
+    """With the periodic sync an hour away, only the driver pod's own changes (the
+    operator watches Spark's driver pods) and the spec's can move the application: its
+    driver seen Running, then gone (submitted again), then a reset (stopped, and once
+    the driver is gone the reset applied and the application started again), then a
+    reset of a failed application (applied and started in one pass). No kubelet: the
+    test makes and changes the driver pods as spark-submit and a kubelet would."""
+    monkeypatch.setenv("TIDELOG_GROUP_SYNC_INTERVAL_S", "3600")
+    brokers.create_topic("ticks", partitions=2, replication_factor=2)
+    ns = kube_namespace
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ConsumerGroup",
+        "metadata": {"name": "bars"},
+        "spec": {
+            "clusterRef": "local",
+            "topics": ["ticks"],
+            "spark": {"application": {"module": "pipeline"}},
+        },
+    }
+    objects = client.CustomObjectsApi(kube_api)
+    core, batch = client.CoreV1Api(kube_api), client.BatchV1Api(kube_api)
+
+    def application() -> dict:
+        return group_object(kube_api, ns, "bars").get("status", {}).get("application", {})
+
+    def driver_made(submission: int) -> None:
+        """What submission ``submission``'s spark-submit does: it makes the driver pod,
+        and its Job is done (here: deleted)."""
+        labels = {**names.consumer_group_labels("bars"), names.SPARK_ROLE_LABEL: "driver"}
+        pod = {
+            "metadata": {"name": f"bars-driver-{submission}", "labels": labels},
+            "spec": {"containers": [{"name": "spark-kubernetes-driver", "image": "spark"}]},
+        }
+        core.create_namespaced_pod(ns, pod)
+        job = f"bars-submit-{submission}"
+        batch.delete_namespaced_job(job, ns, propagation_policy="Background")
+
+    def reasons() -> list[str]:
+        found = core.list_namespaced_event(ns, field_selector="involvedObject.name=bars").items
+        found.sort(key=lambda e: e.event_time or e.metadata.creation_timestamp)
+        return [f"{e.reason}: {e.message}" for e in found]
+
+    with run_operator("tidelog_operator.consumer_group.handlers"):
+        objects.create_namespaced_custom_object(GROUP, VERSION, ns, "consumergroups", body)
+        wait_until(lambda: application().get("submission") == 1, "submitted on creation")
+        driver_made(1)
+        running = {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}
+        core.patch_namespaced_pod_status("bars-driver-1", ns, {"status": running})
+        wait_until(lambda: application().get("state") == "Running", "the driver seen running")
+
+        core.delete_namespaced_pod("bars-driver-1", ns)  # never scheduled: gone at once
+        again = wait_until(lambda: (a := application()).get("submission") == 2 and a, "again")
+        assert again["state"] == "Submitted" and again["restarts"] == 1
+        assert "ApplicationSubmitted: submission 2: the driver pod of submission 1 is gone" in (
+            reasons()
+        )
+
+        driver_made(2)
+        reset = {"id": "replay-1", "to": "earliest"}
+        objects.patch_namespaced_custom_object(
+            GROUP, VERSION, ns, "consumergroups", "bars", {"spec": {"reset": reset}}
+        )
+        anew = wait_until(lambda: (a := application()).get("submission") == 3 and a, "anew")
+        assert anew["state"] == "Submitted" and anew["restarts"] == 2
+        assert group_object(kube_api, ns, "bars")["status"]["lastReset"]["id"] == "replay-1"
+        told = reasons()
+        stopping = told.index(
+            "ApplicationStopping: stopping the application to apply the offset reset"
+        )
+        applied = told.index("ResetApplied: reset replay-1 applied to 2 partitions")
+        started = told.index("ApplicationSubmitted: submission 3: starting the application")
+        assert stopping < applied < started
+
+        # a failed driver waits for its back-off (a pass of the sync); a reset meanwhile
+        # is applied at once, and the application starts in the same pass
+        driver_made(3)
+        core.patch_namespaced_pod_status("bars-driver-3", ns, {"status": {"phase": "Failed"}})
+        wait_until(lambda: application().get("state") == "Failed", "the driver seen failed")
+        reset = {"id": "replay-2", "to": "latest"}
+        objects.patch_namespaced_custom_object(
+            GROUP, VERSION, ns, "consumergroups", "bars", {"spec": {"reset": reset}}
+        )
+        wait_until(lambda: application().get("submission") == 4, "started after the reset")
+        told = reasons()
+        applied = told.index("ResetApplied: reset replay-2 applied to 2 partitions")
+        assert told[applied + 1] == "ApplicationSubmitted: submission 4: starting the application"

@@ -55,7 +55,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   verbs: [get, create, patch]
 - apiGroups: [""]
   resources: [pods]
-  verbs: [get, list, create, delete]
+  verbs: [get, list, watch, create, delete]
 - apiGroups: [""]
   resources: [pods/log]
   verbs: [get]

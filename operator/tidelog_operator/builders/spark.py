@@ -138,7 +138,7 @@ def _driver_template(group: str, spark: Mapping[str, Any], owner: Mapping[str, A
 
 def _executor_template(group: str) -> dict:
     """On the driver's node (the checkpoint's ReadWriteOnce volume is mounted there)."""
-    driver = {**names.consumer_group_labels(group), "spark-role": "driver"}
+    driver = {**names.consumer_group_labels(group), names.SPARK_ROLE_LABEL: "driver"}
     return {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -1,8 +1,10 @@
-"""kopf handler of ConsumerGroup: on create, spec change, resume and every
-``SYNC_INTERVAL_S``, one step of its Spark application (``spark_runner.py``), if it has
-one, then one pass of ``sync.py`` over the group, the outcome written to the status
-(and an event when a reset was applied). One pass of a group at a time
-(``per_object.py``): two would each submit its next Spark application."""
+"""kopf handlers of ConsumerGroup: on create, spec change, resume, every
+``SYNC_INTERVAL_S`` and whenever one of its Spark driver pods is made, changes or goes,
+one step of its Spark application (``spark_runner.py``), if it has one, then one pass of
+``sync.py`` over the group, the outcome written to the status (and an event when a reset
+was applied). An application stopped for a reset starts again in the pass that applies
+it. One pass of a group at a time (``per_object.py``): two would each submit its next
+Spark application."""
 
 from __future__ import annotations
 
@@ -17,10 +19,12 @@ from tidelog_operator.conditions import Reason
 from tidelog_operator.consumer_group import spark_runner
 from tidelog_operator.consumer_group.application import STOPPED
 from tidelog_operator.consumer_group.sync import GroupPass, reset_waiting, sync_group
-from tidelog_operator.names import GROUP, VERSION
+from tidelog_operator.names import CONSUMER_GROUP_LABEL, GROUP, VERSION
 from tidelog_operator.per_object import one_at_a_time
 
 __all__ = ["SYNC_INTERVAL_S"]
+
+CONSUMER_GROUPS = kopf.Resource(GROUP, VERSION, "consumergroups")
 
 # How often a group's state and lag are refreshed, seconds.
 SYNC_INTERVAL_S = float(os.environ.get("TIDELOG_GROUP_SYNC_INTERVAL_S", "15"))
@@ -50,10 +54,23 @@ def sync_consumer_group(
     else:
         stopped = application is None or application["state"] == STOPPED
         found = sync_group(admin, group, dict(spec), status, application_stopped=stopped)
-    found.fields["application"] = application
     if found.applied:
         kopf.info(body, reason="ResetApplied", message=found.applied)
+        if application is not None:  # it stopped for this reset: it starts again now
+            current = {**body, "status": {**status, "application": application}}
+            application = spark_runner.step(current, group, reset_waiting=False).application
+    found.fields["application"] = application
     generation = meta.get("generation")
     kube.patch_status(
         kube.api(), "consumergroups", namespace, name, lambda s: found.status(s, generation)
     )
+
+
+@kopf.on.event("v1", "pods", labels={CONSUMER_GROUP_LABEL: kopf.PRESENT})
+def spark_driver_changed(event: Any, namespace: str, labels: Any, **_: Any) -> None:
+    """A driver pod (the only pods ``settings.py`` watches) was made, changed or went:
+    its group's pass now, not at its next sync. The pods listed when the operator starts
+    (``type`` None) are the resume handler's."""
+    if event["type"] is not None:
+        group = labels[CONSUMER_GROUP_LABEL]
+        sync_consumer_group(resource=CONSUMER_GROUPS, namespace=namespace, name=group)
