@@ -239,6 +239,7 @@ def test_a_spark_pipeline_runs_as_a_consumer_group_restarts_and_replays(
         pipeline.send_ticks(8, second_start, TICKS_COUNT, TICKS_SPACING_MS)
         deployment.wait_for(lambda: pipeline.running(2), "the application running again", 300)
         assert pipeline.application()["restarts"] == 1
+        assert "ApplicationFailed" not in pipeline.events()  # deleted is not failed
         # Running is the driver's pod; the pipeline says where it starts once its Spark
         # session is up, tens of seconds later on a busy node.
         deployment.wait_for(

@@ -5,6 +5,8 @@ only once per id."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import Consumer, Producer
 from kubernetes import client
@@ -15,6 +17,7 @@ from tidelog_operator import names
 from tidelog_operator.consumer_group.spark_runner import spec_digest
 
 pytestmark = pytest.mark.timeout(300)
+HELD = "tidelog.test/held"  # a finalizer of the test's own
 
 
 def group_object(kube_api, namespace: str, name: str = "readers") -> dict:
@@ -236,12 +239,17 @@ def test_a_driver_pod_is_followed_as_it_runs_and_goes_and_a_reset_restarts_at_on
     def application() -> dict:
         return group_object(kube_api, ns, "bars").get("status", {}).get("application", {})
 
-    def driver_made(submission: int) -> None:
+    def driver_made(submission: int, finalizers: tuple[str, ...] = ()) -> None:
         """What submission ``submission``'s spark-submit does: it makes the driver pod,
-        and its Job is done (here: deleted)."""
+        and its Job is done (here: deleted). ``finalizers`` hold the pod once deleted,
+        as a kubelet does while its containers stop."""
         labels = {**names.consumer_group_labels("bars"), names.SPARK_ROLE_LABEL: "driver"}
         pod = {
-            "metadata": {"name": f"bars-driver-{submission}", "labels": labels},
+            "metadata": {
+                "name": f"bars-driver-{submission}",
+                "labels": labels,
+                "finalizers": list(finalizers),
+            },
             "spec": {"containers": [{"name": "spark-kubernetes-driver", "image": "spark"}]},
         }
         core.create_namespaced_pod(ns, pod)
@@ -256,14 +264,21 @@ def test_a_driver_pod_is_followed_as_it_runs_and_goes_and_a_reset_restarts_at_on
     with run_operator("tidelog_operator.consumer_group.handlers"):
         objects.create_namespaced_custom_object(GROUP, VERSION, ns, "consumergroups", body)
         wait_until(lambda: application().get("submission") == 1, "submitted on creation")
-        driver_made(1)
+        driver_made(1, finalizers=(HELD,))
         running = {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}
         core.patch_namespaced_pod_status("bars-driver-1", ns, {"status": running})
         wait_until(lambda: application().get("state") == "Running", "the driver seen running")
 
-        core.delete_namespaced_pod("bars-driver-1", ns)  # never scheduled: gone at once
+        # deleted, its driver stops with SIGTERM and ends Failed before the pod goes:
+        # no failure, it is submitted again once gone
+        core.delete_namespaced_pod("bars-driver-1", ns)
+        core.patch_namespaced_pod_status("bars-driver-1", ns, {"status": {"phase": "Failed"}})
+        time.sleep(2)  # the passes of these changes see the pod as it is now (a pass: ~0.1 s)
+        core.patch_namespaced_pod("bars-driver-1", ns, {"metadata": {"finalizers": None}})
         again = wait_until(lambda: (a := application()).get("submission") == 2 and a, "again")
         assert again["state"] == "Submitted" and again["restarts"] == 1
+        assert not again.get("failures") and "lastError" not in again
+        assert not any("ApplicationFailed" in r for r in reasons())
         assert "ApplicationSubmitted: submission 2: the driver pod of submission 1 is gone" in (
             reasons()
         )

@@ -57,6 +57,15 @@ def test_a_driver_gone_is_submitted_again_at_once():
     assert "the driver pod of submission 1 is gone" in again.event[1]
 
 
+def test_a_driver_being_deleted_is_no_failure_whatever_phase_it_ends_in():
+    app = {"submission": 1, "state": "Running", "restarts": 0}
+    deleted = Observed(job="succeeded", driver="Terminating")
+    waiting = step(app, deleted)
+    assert (waiting.action, waiting.application, waiting.event) == (None, app, None)
+    # a reset waits until it is gone: it could still commit offsets
+    assert step(app, deleted, reset_waiting=True).action == "stop"
+
+
 def test_a_failure_is_told_once_and_restarted_after_a_growing_back_off():
     app = {"submission": 1, "state": "Running", "restarts": 0}
     seen = Observed(job="succeeded", driver="Failed", error="ValueError: bad tick")

@@ -36,6 +36,10 @@ FAILED = "Failed"
 COMPLETED = "Completed"
 STOPPING = "Stopping"
 STOPPED = "Stopped"
+# What :class:`Observed` says of a driver pod that is deleted but not gone yet: whatever
+# phase it ends in (a pod stopped by SIGTERM may end Failed or Succeeded), its absence
+# comes next.
+TERMINATING = "Terminating"
 
 BACKOFF_FIRST_S = 10.0
 BACKOFF_MAX_S = 300.0
@@ -53,9 +57,9 @@ _CAUSE_LINE = re.compile(r"^(?:Caused by: |: )(?P<cause>\S.*)")
 @dataclass(frozen=True)
 class Observed:
     """The current submission's Job and driver pod: ``job`` is None (none), "active",
-    "succeeded" or "failed"; ``driver`` None (none) or the pod's phase; ``error`` the
-    failed one's error (:func:`error_summary` of its log); ``running_s`` how long the
-    driver has run."""
+    "succeeded" or "failed"; ``driver`` None (none), ``TERMINATING`` or the pod's
+    phase; ``error`` the failed one's error (:func:`error_summary` of its log);
+    ``running_s`` how long the driver has run."""
 
     job: str | None = None
     driver: str | None = None
@@ -137,7 +141,7 @@ def plan(
     yet (the application must stop first); ``spec_changed``: ``spec.spark`` is not what
     the current submission was made of (it is stopped and submitted anew, a failed one
     at once)."""
-    alive = seen.job == "active" or seen.driver in ("Pending", "Running")
+    alive = seen.job == "active" or seen.driver in ("Pending", "Running", TERMINATING)
     if reset_waiting:
         if alive:
             return _stopping(app, "to apply the offset reset")
@@ -153,6 +157,8 @@ def plan(
     if seen.driver == "Running":
         stable = seen.running_s >= STABLE_AFTER_S
         return Step({**app, "state": RUNNING, **({"failures": 0} if stable else {})})
+    if seen.driver == TERMINATING:  # deleted: submitted again once it is gone
+        return Step(app)
     if seen.driver == "Succeeded" or app.get("state") == COMPLETED:
         return Step({**app, "state": COMPLETED})
     if seen.job == "failed" or seen.driver == "Failed":

@@ -19,7 +19,13 @@ from kubernetes.client.exceptions import ApiException
 from tidelog_operator import kube, names
 from tidelog_operator.builders import spark as build
 from tidelog_operator.conditions import Reason
-from tidelog_operator.consumer_group.application import Observed, Step, error_summary, plan
+from tidelog_operator.consumer_group.application import (
+    TERMINATING,
+    Observed,
+    Step,
+    error_summary,
+    plan,
+)
 
 __all__ = ["DEFAULT_SPARK_IMAGE", "observe", "spec_digest", "step", "stop", "submit"]
 
@@ -54,6 +60,12 @@ def _error(core: client.CoreV1Api, pod: Any) -> str:
     return error_summary(log)
 
 
+def _driver_state(pod: Any) -> str | None:
+    if pod is None:
+        return None
+    return TERMINATING if pod.metadata.deletion_timestamp else pod.status.phase
+
+
 def _running_s(pod: Any, now: datetime.datetime) -> float:
     if pod is None or pod.status.phase != "Running" or not pod.status.start_time:
         return 0.0
@@ -72,14 +84,14 @@ def observe(namespace: str, group: str, submission: int, now: datetime.datetime)
         core.read_namespaced_pod, names.spark_driver_pod(group, submission), namespace
     )
     failed: list[Any] = []
-    if driver is not None and driver.status.phase == "Failed":
+    if _driver_state(driver) == "Failed":
         failed = [driver]
     elif job is not None and job.status.failed:
         failed = core.list_namespaced_pod(namespace, label_selector=f"job-name={job_name}").items
     error = _error(core, failed[0]) if failed else ""
     return Observed(
         job=_job_state(job),
-        driver=driver.status.phase if driver else None,
+        driver=_driver_state(driver),
         error=error,
         running_s=_running_s(driver, now),
     )
