@@ -30,6 +30,21 @@ def condition(obj: dict, type_: str) -> dict:
     return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == type_), {})
 
 
+def spark_group(cluster: str, **spark) -> dict:
+    """The ConsumerGroup ``bars`` of topic ``ticks``, of Cluster ``cluster``, with the
+    pipeline as its Spark application and ``spark`` in its ``spec.spark``."""
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ConsumerGroup",
+        "metadata": {"name": "bars"},
+        "spec": {
+            "clusterRef": cluster,
+            "topics": ["ticks"],
+            "spark": {"application": {"module": "pipeline"}, **spark},
+        },
+    }
+
+
 def test_lag_and_a_reset_that_waits_for_the_members(
     brokers, run_operator, kube_api, kube_namespace, monkeypatch, tidelog_crds
 ):
@@ -133,16 +148,7 @@ def test_a_spark_section_is_submitted_and_submitted_again_when_its_driver_is_gon
     never runs, so its deletion stands for a driver gone with its node)."""
     monkeypatch.setenv("TIDELOG_GROUP_SYNC_INTERVAL_S", "1")
     ns = kube_namespace
-    body = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "ConsumerGroup",
-        "metadata": {"name": "bars"},
-        "spec": {
-            "clusterRef": "events",
-            "topics": ["ticks"],
-            "spark": {"application": {"module": "pipeline"}, "arguments": ["--trigger", "1s"]},
-        },
-    }
+    body = spark_group("events", arguments=["--trigger", "1s"])
     objects = client.CustomObjectsApi(kube_api)
     core, batch = client.CoreV1Api(kube_api), client.BatchV1Api(kube_api)
     rbac = client.RbacAuthorizationV1Api(kube_api)
@@ -223,16 +229,7 @@ def test_a_driver_pod_is_followed_as_it_runs_and_goes_and_a_reset_restarts_at_on
     monkeypatch.setenv("TIDELOG_GROUP_SYNC_INTERVAL_S", "3600")
     brokers.create_topic("ticks", partitions=2, replication_factor=2)
     ns = kube_namespace
-    body = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "ConsumerGroup",
-        "metadata": {"name": "bars"},
-        "spec": {
-            "clusterRef": "local",
-            "topics": ["ticks"],
-            "spark": {"application": {"module": "pipeline"}},
-        },
-    }
+    body = spark_group("local")
     objects = client.CustomObjectsApi(kube_api)
     core, batch = client.CoreV1Api(kube_api), client.BatchV1Api(kube_api)
 
