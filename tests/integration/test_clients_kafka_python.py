@@ -3,6 +3,8 @@ offsets by timestamp."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -26,6 +28,8 @@ from integration.clients import (
     timestamp_targets,
     timestamped_records,
 )
+from integration.cluster import wait_until
+from tidelog.zookeeper import ZooKeeperServer
 
 RECORDS_PER_CODEC = 20_000
 PARTITIONS = 3
@@ -109,6 +113,38 @@ def test_idempotent_retries_after_lost_responses_leave_no_duplicates(tmp_path, z
     finally:
         proxy.close()
         assert broker.stop() == 0
+
+
+def test_an_idempotent_producer_rides_out_a_zookeeper_that_does_not_answer(tmp_path):
+    """The broker reserves producer ids in ZooKeeper. While its ZooKeeper does not answer
+    (frozen, as a starved ZooKeeper pod was in an e2e run), an idempotent producer's
+    InitProducerId fails retriably and the producer delivers once ZooKeeper is back.
+    Answered COORDINATOR_NOT_AVAILABLE, kafka-python looked a transaction coordinator up
+    by a null key instead, which no broker can parse, and never produced."""
+    topic = "kp-frozen-zookeeper"
+    records = make_records(50, topic, null_header_values=False)
+    with ZooKeeperServer(tmp_path / "zookeeper") as zookeeper:
+        broker = BrokerProcess(tmp_path / "broker", zookeeper.connect_string).start()
+        try:
+            create_topics(broker.bootstrap, [topic], 1)
+            os.kill(zookeeper.pid, signal.SIGSTOP)
+            try:
+                producer = KafkaProducer(
+                    bootstrap_servers=broker.bootstrap, enable_idempotence=True
+                )
+                futures = [producer.send(topic, key=r.key, value=r.value) for r in records]
+                wait_until(
+                    lambda: "could not reserve a block of producer ids" in broker.log(),
+                    "the broker's reservation of producer ids failed",
+                )
+            finally:
+                os.kill(zookeeper.pid, signal.SIGCONT)
+            producer.flush(timeout=60)
+            producer.close()
+            offsets = [f.get(timeout=0).offset for f in futures]
+        finally:
+            assert broker.stop() == 0
+    assert offsets == list(range(len(records)))
 
 
 def test_offsets_for_times_and_earliest_and_latest(broker):
