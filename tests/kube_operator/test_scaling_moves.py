@@ -1,5 +1,5 @@
 """The scaler against real brokers (ids from 0, as the operator's pod ordinals), driven
-pass after pass as the operator's timer drives it, while an idempotent acks=all producer
+pass after pass as the operator drives it, while an idempotent acks=all producer
 writes to a ``min.insync.replicas=2`` topic: a scale-up spreads the replicas onto the new
 broker under a throttle that goes when done (also when its start goes unanswered, with or
 without effect), a scale-down drains the leaving broker
@@ -44,7 +44,7 @@ def spec_with(brokers: int, leaders_every: int = 0, drain: bool = False):
 
 
 class Driver:
-    """The operator's timer: one ``scale_once`` per pass, its status kept between."""
+    """The operator's passes: one ``scale_once`` each, its status kept between."""
 
     def __init__(self, cluster: Cluster):
         self.admin = AdminClient(cluster.bootstrap, timeout=10)

@@ -1,6 +1,6 @@
 """A volume removed from a running Cluster, against real brokers (ids from 0, two log
 dirs each named as the operator's volumes, ``data-0`` and ``data-1``) and a real API
-server, driven pass after pass as the operator's timer drives it, while an idempotent
+server, driven pass after pass as the operator drives it, while an idempotent
 acks=all producer writes: the brokers drain the removed volume's dir, only then does the
 StatefulSet lose the volume (made anew, its pods left running), and once the pods are
 restarted without it the draining entries go and the removal is done. Every

@@ -3,7 +3,9 @@
 * create, spec update, resume: apply the children (owned by the Cluster, so deleting it
   deletes them) and the local volumes, and record the config check (``ConfigValid``,
   and a Warning event naming refused keys);
-* every ``OBSERVE_INTERVAL_S``: recycle released local volumes, let go of those whose
+* a pass every ``STEP_INTERVAL_S`` while a roll, a drain or a scaling is under way (so
+  that each step follows the last within seconds), every ``OBSERVE_INTERVAL_S``
+  otherwise: recycle released local volumes, let go of those whose
   node is gone (``replaceLostVolumes``), take one step of the
   rolling restart (``rolling.py``: a broker on an old pod template is restarted when it
   is safe), then, with no roll under way, one step of scaling and balancing
@@ -13,7 +15,7 @@
 
 A change of volumes (``volume_moves.py``): an added volume is mounted at once (the
 StatefulSet made anew, ``reconcile_cluster``), a removed one only once the brokers have
-drained it (the timer's volume step), each followed by the roll.
+drained it (the volume step of a pass), each followed by the roll.
 
 The StatefulSet gets the spec's brokers, but never fewer than it runs: only the scaler
 shrinks it, once the leaving brokers are drained.
@@ -21,6 +23,7 @@ shrinks it, once the leaving brokers are drained.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import os
 from dataclasses import replace
@@ -42,6 +45,7 @@ from tidelog_operator.cluster.observe import (
     observe,
     rolling_status,
     scaling_status,
+    under_way,
     volume_status,
 )
 from tidelog_operator.cluster.restarts import roll_once
@@ -73,9 +77,10 @@ from tidelog_operator.conditions import Reason
 from tidelog_operator.names import GROUP, VERSION, node_reader_binding_name
 from tidelog_operator.spec import ClusterSpec, Volume, parse_cluster
 
-__all__ = ["OBSERVE_INTERVAL_S"]
+__all__ = ["OBSERVE_INTERVAL_S", "STEP_INTERVAL_S"]
 
 OBSERVE_INTERVAL_S = 10.0
+STEP_INTERVAL_S = 2.0
 # The ClusterRole (get nodes) that rack-aware brokers are bound to; the chart makes it.
 NODE_READER_ROLE = os.environ.get("TIDELOG_NODE_READER_ROLE", "tidelog-node-reader")
 
@@ -119,8 +124,18 @@ def reconcile_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any
     kube.patch_status(kube.api(), "clusters", namespace, name, record)
 
 
-@kopf.timer(GROUP, VERSION, "clusters", interval=OBSERVE_INTERVAL_S, initial_delay=1)
-def observe_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, **_: Any) -> None:
+@kopf.daemon(GROUP, VERSION, "clusters", initial_delay=1, cancellation_timeout=60)
+async def watch_cluster(stopped: kopf.DaemonStopped, **kwargs: Any) -> None:
+    """Passes of ``observe_cluster`` in a worker thread, one at a time (a kopf timer has
+    one fixed interval; this waits less while a step is under way)."""
+    while not stopped:
+        busy = await asyncio.to_thread(observe_cluster, **kwargs)
+        await stopped.wait(STEP_INTERVAL_S if busy else OBSERVE_INTERVAL_S)
+
+
+def observe_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, **_: Any) -> bool:
+    """One pass over the Cluster (``body`` is kopf's live view of it); whether a roll, a
+    drain or a scaling is under way after it."""
     parsed = parse_cluster(name, namespace, spec)
     for volume in recycle_released_volumes(kube.api(), parsed, parsed.brokers.image):
         kopf.info(body, reason="VolumeRecycled", message=f"{volume} wiped and available again")
@@ -151,6 +166,7 @@ def observe_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, 
         return scaling_status(updated, step, generation=generation, now=now())
 
     kube.patch_status(kube.api(), "clusters", namespace, name, change)
+    return under_way(roll, volumes, step)
 
 
 def _apply_children(

@@ -28,6 +28,7 @@ __all__ = [
     "observe",
     "rolling_status",
     "scaling_status",
+    "under_way",
     "volume_status",
 ]
 
@@ -253,12 +254,24 @@ def volume_status(current: Mapping[str, Any], step, *, generation: int, now: str
     """A change of volumes' part of the status (``volume_moves``' key) and, while removed
     volumes drain, Progressing."""
     status = _merged(current, step.status)
-    if step.decision.action not in ("drain", "wait") or not step.decision.volumes:
+    if not _draining(step):
         return status
     message = step.decision.reason
     return _progressing(
         status, True, Reason.DRAINING_VOLUMES, message, generation=generation, now=now
     )
+
+
+def _draining(step) -> bool:
+    """Whether removed volumes are being drained (``volume_moves``' step)."""
+    return step.decision.action in ("drain", "wait") and bool(step.decision.volumes)
+
+
+def under_way(roll, volumes, step) -> bool:
+    """Whether a pass leaves a roll, a drain of volumes or a scaling under way: what the
+    Progressing condition set by the three statuses above says, but where a refusal of
+    the scaler takes the condition while volumes drain on."""
+    return roll.action != "done" or _draining(volumes) or step.decision.progressing
 
 
 def scaling_status(
