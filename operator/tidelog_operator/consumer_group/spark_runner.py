@@ -83,15 +83,16 @@ def observe(namespace: str, group: str, submission: int, now: datetime.datetime)
     driver = kube.found(
         core.read_namespaced_pod, names.spark_driver_pod(group, submission), namespace
     )
+    driver_state = _driver_state(driver)
     failed: list[Any] = []
-    if _driver_state(driver) == "Failed":
+    if driver_state == "Failed":
         failed = [driver]
     elif job is not None and job.status.failed:
         failed = core.list_namespaced_pod(namespace, label_selector=f"job-name={job_name}").items
     error = _error(core, failed[0]) if failed else ""
     return Observed(
         job=_job_state(job),
-        driver=_driver_state(driver),
+        driver=driver_state,
         error=error,
         running_s=_running_s(driver, now),
     )
