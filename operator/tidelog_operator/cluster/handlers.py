@@ -124,13 +124,17 @@ def reconcile_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any
     kube.patch_status(kube.api(), "clusters", namespace, name, record)
 
 
-@kopf.daemon(GROUP, VERSION, "clusters", initial_delay=1, cancellation_timeout=60)
+@kopf.daemon(
+    GROUP, VERSION, "clusters", initial_delay=1, cancellation_backoff=30, cancellation_timeout=5
+)
 async def watch_cluster(stopped: kopf.DaemonStopped, **kwargs: Any) -> None:
     """Passes of ``observe_cluster`` in a worker thread, one at a time (a kopf timer has
-    one fixed interval; this waits less while a step is under way)."""
+    one fixed interval; this waits less while a step is under way). When the Cluster
+    goes or the operator exits, a pass under way has 30 s to end before it is
+    cancelled (rather than left behind)."""
     while not stopped:
-        busy = await asyncio.to_thread(observe_cluster, **kwargs)
-        await stopped.wait(STEP_INTERVAL_S if busy else OBSERVE_INTERVAL_S)
+        stepping = await asyncio.to_thread(observe_cluster, **kwargs)
+        await stopped.wait(STEP_INTERVAL_S if stepping else OBSERVE_INTERVAL_S)
 
 
 def observe_cluster(name: str, namespace: str, spec: Any, meta: Any, body: Any, **_: Any) -> bool:
