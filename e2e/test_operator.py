@@ -344,6 +344,8 @@ def test_a_config_change_and_a_new_disk_roll_every_broker_while_a_producer_runs(
         "jsonpath={.items[*].message}",
     )
     assert sorted(set(re.findall(r"broker (\d) runs an old revision", events))) == ["0", "1", "2"]
+    # a pod in its controlled shutdown is waited for, not deleted again as unready
+    assert "is stale and not ready" not in events, events
 
 
 def _update_revision(deployment: OperatorDeployment) -> str | None:

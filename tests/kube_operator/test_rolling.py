@@ -8,8 +8,8 @@ import pytest
 from tidelog_operator.cluster.rolling import BrokerState, PartitionState, RollDecision, decide_roll
 
 
-def broker(id_: int, stale: bool = True, ready: bool = True, controller: bool = False):
-    return BrokerState(id_, stale, ready, controller)
+def broker(id_: int, stale: bool = True, ready: bool = True, controller: bool = False, going=False):
+    return BrokerState(id_, stale, ready, controller, going=going)
 
 
 def partition(replicas, isr, min_isr=2, name="t-0"):
@@ -40,6 +40,18 @@ FULL = [partition([0, 1, 2], [0, 1, 2], name=f"t-{i}") for i in range(3)]
             [broker(0), broker(1), broker(2, ready=False)],
             [partition([0, 1, 2], [0, 1])],
             RollDecision("restart", 2, "broker 2 is stale and not ready"),
+        ),
+        # a pod being deleted (its controlled shutdown under way) is restarting already:
+        # not deleted again though stale and unready, and no other broker meanwhile
+        (
+            [broker(0, ready=False, going=True), broker(1), broker(2)],
+            FULL,
+            RollDecision("wait", 0, "waiting for broker 0's pod to go"),
+        ),
+        (
+            [broker(0, False), broker(1, going=True), broker(2, ready=False)],
+            FULL,
+            RollDecision("wait", 1, "waiting for broker 1's pod to go"),
         ),
         # a restarted broker not ready yet, or still catching up: wait for it
         (

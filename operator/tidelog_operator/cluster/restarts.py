@@ -67,6 +67,7 @@ def roll_once(api: client.ApiClient, spec: ClusterSpec) -> RollDecision:
             stale=p.metadata.labels.get(REVISION_LABEL) != revision,
             ready=_ready(p),
             lacks_volumes=not claims <= {v.name for v in p.spec.volumes or []},
+            going=p.metadata.deletion_timestamp is not None,
         )
         for p in pods
     ]

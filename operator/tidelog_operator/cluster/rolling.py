@@ -6,10 +6,13 @@ A broker is *stale* when its pod runs an older revision of the pod template than
 StatefulSet's (a change of config, image or resources). Each pass:
 
 1. nothing stale: done;
-2. a broker that is not ready, or not back in the ISR of every partition it holds (one
+2. a broker whose pod is going (deleted, its controlled shutdown under way, a
+   restart of the roller's own or anyone's) is waited for: deleting it again would
+   restart nothing, and another restart would take two brokers down at once;
+3. a broker that is not ready, or not back in the ISR of every partition it holds (one
    restarted before, catching up), is waited for, unless it is stale itself and not
    ready: an unready stale broker serves nothing, so it is restarted first;
-3. otherwise the next stale broker (by id, the controller last) is restarted, once no
+4. otherwise the next stale broker (by id, the controller last) is restarted, once no
    partition it is in sync for would fall below its ``min.insync.replicas`` without it;
    until then the roll waits, naming the partition.
 
@@ -39,6 +42,7 @@ class BrokerState:
     controller: bool = False
     # its pod lacks a volume of the StatefulSet's claim templates (one was added)
     lacks_volumes: bool = False
+    going: bool = False  # its pod is being deleted
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,9 @@ def decide_roll(
     stale = [b for b in brokers if b.stale]
     if not stale:
         return RollDecision("done")
+    going = min((b.id for b in brokers if b.going), default=None)
+    if going is not None:
+        return RollDecision("wait", going, f"waiting for broker {going}'s pod to go")
     lacking = min((b for b in stale if b.lacks_volumes), key=lambda b: b.id, default=None)
     if lacking is not None:
         if any(m > lacking.id for m in missing):
