@@ -159,8 +159,8 @@ class FrameProxy:
     (``advertised.listeners``), so every connection to it goes through the proxy: a
     client's, and another broker's (a follower fetching from it)."""
 
-    def __init__(self):
-        self._listener = socket.create_server(("127.0.0.1", 0))
+    def __init__(self, port: int = 0):
+        self._listener = socket.create_server(("127.0.0.1", port))
         self.port = self._listener.getsockname()[1]
         self.target: tuple[str, int] | None = None
         self._lock = threading.Lock()
@@ -230,7 +230,8 @@ class FrameProxy:
         self._close(client, upstream)
 
     def close(self) -> None:
-        self._listener.close()
+        """Stop listening (new connections are refused) and close every connection."""
+        self._close(self._listener)  # a plain close would leave the blocked accept() going
         with self._lock:
             self._close(*self._sockets)
 

@@ -2,9 +2,10 @@
 (seed 000 集群成员关系 / 控制器, seed 003 四.4): every broker's metadata agrees,
 the controller fails over to another broker with a higher epoch, a deposed
 controller's requests are refused, a dead leader's partitions move to a replica in the
-ISR, a restarted broker takes its replicas back, a partition with no in-sync replica
-left goes offline unless unclean election is allowed, and a broker whose ZooKeeper
-session expired registers again."""
+ISR before its ZooKeeper session expires (while a live broker that only refused
+connections for a while comes back), a restarted broker takes its replicas back, a
+partition with no in-sync replica left goes offline unless unclean election is allowed,
+and a broker whose ZooKeeper session expired registers again."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import signal
 
 import pytest
 
-from integration.cluster import Cluster, wait_until
+from integration.broker_process import BrokerProcess
+from integration.clients import FrameProxy
+from integration.cluster import TEST_DEFAULTS, Cluster, wait_until
 from tidelog.controller.assignment import assign_replicas
 from tidelog.controller.requests import (
     LEADER_AND_ISR_VERSION,
@@ -160,6 +163,8 @@ def test_a_dead_leaders_partitions_move_within_the_isr_and_it_takes_its_replicas
     after = {
         b: wait_until(lambda b=b: moved(b), f"broker {b} sees {victim} gone") for b in survivors
     }
+    # Its endpoint refused the controller: no waiting for the session to expire (6 s).
+    assert victim in cluster.registered(), "moved only once the killed broker's session expired"
     assert after[survivors[0]] == after[survivors[1]]
     after = after[survivors[0]]
     assignment = cluster.assignment(TOPIC)
@@ -377,3 +382,48 @@ def test_a_broker_whose_session_expired_registers_again_and_follows_the_new_cont
             f"broker {broker_id} lists all 3 brokers and controller {new_controller}",
         )
     assert cluster.controller_id() == new_controller
+
+
+def test_a_live_broker_that_refused_connections_for_a_while_comes_back(tmp_path, zk_chroot):
+    """Broker 3 is reached through a proxy (it advertises the proxy's port). With the
+    proxy gone its endpoint refuses: the controller takes it out of the cluster at once,
+    though its process and ZooKeeper session live. Once the registration has outlived
+    the bound a dead session's would not (1.5 x 6 s) and the endpoint answers again,
+    broker 3 rejoins: listed, and back in the ISR of the partition it led."""
+    proxy = FrameProxy()
+    cluster = Cluster(tmp_path, zk_chroot, size=3)
+    cluster.brokers[3] = BrokerProcess(
+        tmp_path / "broker-3",
+        zk_chroot,
+        broker_id=3,
+        overrides={
+            **TEST_DEFAULTS,
+            "offsets.topic.replication.factor": "3",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}",
+        },
+    )
+    proxy.start(cluster.brokers[3].port)
+    with cluster:
+        controller = cluster.controller_id()
+        assert controller != 3, "broker 3 started last"
+        cluster.create_topic(TOPIC, assignment={0: [3, 1, 2]})
+        wait_until(lambda: cluster.leaders(controller, TOPIC)[0][2] == [1, 2, 3], "a full ISR")
+
+        def listed() -> list[int]:
+            return sorted(b.node_id for b in cluster.metadata(controller).brokers)
+
+        proxy.close()
+        wait_until(lambda: listed() == [1, 2], "broker 3 taken out")
+        leader, _, isr = cluster.leaders(controller, TOPIC)[0]
+        assert leader != 3 and 3 not in isr
+        assert cluster.is_running(3) and 3 in cluster.registered()
+
+        back = FrameProxy(proxy.port).start(cluster.brokers[3].port)
+        try:
+            wait_until(lambda: listed() == [1, 2, 3], "broker 3 rejoins", timeout=60)
+            wait_until(
+                lambda: cluster.leaders(controller, TOPIC)[0][2] == [1, 2, 3],
+                "broker 3 back in the ISR",
+            )
+        finally:
+            back.close()

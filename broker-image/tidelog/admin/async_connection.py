@@ -8,6 +8,7 @@ next; the correlation id guards against a response to something else.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import struct
 
@@ -62,6 +63,13 @@ class AsyncBrokerConnection:
                 f"{correlation_id}"
             )
         return response
+
+    async def until_closed_by_peer(self) -> None:
+        """Return when the peer closes or resets the connection. Only for a connection
+        with no request under way (a broker sends nothing unasked, so whatever arrives
+        means the connection is done); cancel it before the next :meth:`request`."""
+        with contextlib.suppress(OSError):
+            await self._reader.read(1)
 
     def close(self) -> None:
         """Close at once, dropping whatever is unsent: the peer may be stuck, and a

@@ -7,6 +7,15 @@ listener), reconnecting and retrying while the broker is live. A slow or dead br
 thus delays only its own requests, never the controller's event queue or the other
 brokers. When a broker leaves (or registers anew after a restart) its queue is dropped:
 a returning broker gets its state afresh from the controller.
+
+Between requests each sender watches its connection. When the broker closes it, the
+sender connects again at once; a connection *refused* at the broker's registered
+endpoint means no process listens there any more (a broker closes its listeners only
+as it exits), and the channel reports it (:meth:`ControllerChannel.on_broker_refusing`),
+so that the controller need not wait for the broker's ZooKeeper session to expire. A
+connect that times out or finds no route (a host or pod gone) proves nothing and is
+not reported; nor is a host name that resolves to several addresses, all refusing
+(asyncio reports those as one plain OSError).
 """
 
 from __future__ import annotations
@@ -46,6 +55,8 @@ logger = logging.getLogger(__name__)
 # Called with a broker and the partitions whose replicas it reports on a failed log
 # directory (KAFKA_STORAGE_ERROR in its LeaderAndIsr answer).
 OfflineReplicasReport = Callable[[int, list[tuple[str, int]]], None]
+# Called with the registration of a broker whose endpoint refused a connection.
+RefusingBrokerReport = Callable[[BrokerRegistration], None]
 
 INITIAL_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 1.0
@@ -89,6 +100,7 @@ class BrokerSender:
         request_timeout_s: float,
         connect_timeout_s: float,
         report_offline: OfflineReplicasReport,
+        report_refusing: RefusingBrokerReport,
     ):
         self.registration = registration
         self._address = address
@@ -96,6 +108,7 @@ class BrokerSender:
         self._timeout = request_timeout_s
         self._connect_timeout = connect_timeout_s
         self._report_offline = report_offline
+        self._report_refusing = report_refusing
         self._queue: asyncio.Queue[tuple[ApiKey, int, object]] = asyncio.Queue()
         self._connection: AsyncBrokerConnection | None = None
         self._task = asyncio.create_task(
@@ -119,7 +132,7 @@ class BrokerSender:
     async def _run(self) -> None:
         try:
             while True:
-                api_key, version, body = await self._queue.get()
+                api_key, version, body = await self._next_request()
                 try:
                     response = await self._deliver(api_key, version, body)
                 except Exception:
@@ -138,6 +151,48 @@ class BrokerSender:
         finally:
             self._disconnect()
 
+    async def _next_request(self) -> tuple[ApiKey, int, object]:
+        """The next queued request. Until there is one, the open connection is watched:
+        when the broker closes it, a new one is opened at once (:meth:`_reconnect`), and
+        again, waiting longer each time (up to ``MAX_BACKOFF_S``), if that one is closed
+        too before a request comes."""
+        pause = 0.0
+        while True:
+            if self._connection is None:
+                return await self._queue.get()
+            queued = asyncio.ensure_future(self._queue.get())
+            closed = asyncio.ensure_future(self._connection.until_closed_by_peer())
+            try:
+                await asyncio.wait((queued, closed), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                # The watch's read must have ended before a request reads the connection.
+                queued.cancel()
+                closed.cancel()
+                await asyncio.gather(queued, closed, return_exceptions=True)
+            if not queued.cancelled():
+                return queued.result()
+            self._disconnect()
+            await asyncio.sleep(pause)
+            await self._reconnect()
+            pause = min(max(pause * 2, INITIAL_BACKOFF_S), MAX_BACKOFF_S)
+
+    async def _reconnect(self) -> None:
+        """The broker closed the connection: a new one, or, when the broker's endpoint
+        refuses it, the report that no process listens there. Any other failure is left
+        to the next request, which retries."""
+        try:
+            self._connection = await self._open()
+        except ConnectionRefusedError:
+            self._report_refusing(self.registration)
+        except CONNECTION_ERRORS as error:
+            logger.debug("broker %d: no new connection (%r)", self.registration.broker_id, error)
+
+    async def _open(self) -> AsyncBrokerConnection:
+        host, port = self._address
+        return await AsyncBrokerConnection.open(
+            host, port, client_id=self._client_id, connect_timeout_s=self._connect_timeout
+        )
+
     async def _deliver(self, api_key: ApiKey, version: int, body: object) -> object:
         backoff = INITIAL_BACKOFF_S
         while True:
@@ -145,15 +200,11 @@ class BrokerSender:
                 # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation.
                 async with asyncio.timeout(self._timeout):
                     if self._connection is None:
-                        host, port = self._address
-                        self._connection = await AsyncBrokerConnection.open(
-                            host,
-                            port,
-                            client_id=self._client_id,
-                            connect_timeout_s=self._connect_timeout,
-                        )
+                        self._connection = await self._open()
                     return await self._connection.request(api_key, version, body)
             except CONNECTION_ERRORS as error:
+                if isinstance(error, ConnectionRefusedError):
+                    self._report_refusing(self.registration)
                 log = logger.warning if backoff == INITIAL_BACKOFF_S else logger.debug
                 log(
                     "broker %d at %s:%d: %s failed (%r); retrying while it is live",
@@ -204,10 +255,16 @@ class ControllerChannel:
         self.connect_timeout_s = connect_timeout_ms / 1000
         self._senders: dict[int, BrokerSender] = {}
         self._report_offline: OfflineReplicasReport = lambda broker, partitions: None
+        self._report_refusing: RefusingBrokerReport = lambda registration: None
 
     def on_offline_replicas(self, report: OfflineReplicasReport) -> None:
         """Who hears of the replicas a broker reports on a failed log directory."""
         self._report_offline = report
+
+    def on_broker_refusing(self, report: RefusingBrokerReport) -> None:
+        """Who hears of a broker whose endpoint refused a connection (see the module's
+        docstring): called on the event loop with the broker's registration."""
+        self._report_refusing = report
 
     def set_brokers(self, brokers: Mapping[int, BrokerRegistration]) -> None:
         """The live brokers changed: drop the queues of those gone or re-registered, open
@@ -234,6 +291,7 @@ class ControllerChannel:
                 request_timeout_s=self.request_timeout_s,
                 connect_timeout_s=self.connect_timeout_s,
                 report_offline=lambda broker, partitions: self._report_offline(broker, partitions),
+                report_refusing=lambda registration: self._report_refusing(registration),
             )
         self.brokers = dict(brokers)
 
@@ -321,6 +379,25 @@ class ControllerChannel:
 
         answers = await asyncio.gather(*(ask(broker) for broker in brokers))
         return {broker: end for broker, end in answers if end is not None}
+
+    async def refuses_connections(self, registration: BrokerRegistration) -> bool:
+        """Whether the broker's endpoint refuses a connection now (any other failure, or
+        no endpoint on the listener, counts as not refusing)."""
+        address = inter_broker_endpoint(registration, self.listener)
+        if address is None:
+            return False
+        try:
+            connection = await AsyncBrokerConnection.open(
+                *address,
+                client_id=f"controller-{self.local_id}",
+                connect_timeout_s=self.connect_timeout_s,
+            )
+        except ConnectionRefusedError:
+            return True
+        except CONNECTION_ERRORS:
+            return False
+        connection.close()
+        return False
 
     async def _ask_log_end(
         self, broker: int, key: tuple[str, int], leader_epoch: int

@@ -9,6 +9,8 @@ assignment and partition state from ZooKeeper, elects leaders where they are mis
 and tells every live broker (LeaderAndIsr to the replicas, a full UpdateMetadata to
 all). Then it follows ``/brokers/ids``: a broker that leaves loses its leaderships and
 its ISR memberships, a broker that (re)joins gets the metadata and its replicas back. A
+broker whose endpoint refuses the controller's connection leaves at once, without
+waiting for its session to expire (:meth:`Controller._on_broker_refusing`). A
 partition whose ISR emptied, because its last member came back without its log, is
 recovered from the replica with the most recent log (:meth:`Controller._recover_leader`).
 Every request carries the controller epoch, so brokers ignore a deposed controller.
@@ -33,6 +35,7 @@ from tidelog.controller.requests import LEADER_DURING_DELETE, PartitionLeadershi
 from tidelog.controller.state_machines import PartitionState as PartitionPhase
 from tidelog.controller.state_machines import ReplicaState, StateMachines
 from tidelog.controller.zk_client import (
+    REGISTRATION_WAIT_FACTOR,
     SESSION_ERRORS,
     KafkaZkClient,
     StalePartitionStateError,
@@ -78,8 +81,12 @@ class Controller(LeaderMoves, Reassignments):
         # Replicas that live brokers report on a failed log directory (KIP-112): they
         # lead nothing and leave the ISR until their broker registers anew.
         self.offline_replicas: dict[int, set[TopicPartition]] = {}
+        # Registrations of brokers whose endpoint refused a connection: not live, though
+        # still in ZooKeeper (see _on_broker_refusing).
+        self._refusing: dict[int, BrokerRegistration] = {}
         self.machines = StateMachines()
         channel.on_offline_replicas(self._offline_replicas_reported)
+        channel.on_broker_refusing(self._broker_refusing_reported)
         # One callable per watch: kazoo keeps watches in sets, so re-arming one that is
         # still armed does not make it fire twice.
         self._watch_controller = self._watch(self._elect)
@@ -176,6 +183,7 @@ class Controller(LeaderMoves, Reassignments):
         self.brokers, self.assignments, self.states = {}, {}, {}
         self._zk_reassigning = {}
         self.offline_replicas = {}
+        self._refusing = {}
         self.machines.clear()
         await self.channel.close()
 
@@ -303,9 +311,13 @@ class Controller(LeaderMoves, Reassignments):
     # -- brokers joining and leaving ----------------------------------------------------------
 
     async def _brokers_changed(self) -> None:
+        """The registrations changed; those of refusing brokers (:meth:`_on_broker_refusing`)
+        count as gone until they go or change."""
         if not self.is_active:
             return
-        live = await self._zk(self.zk.live_brokers, self._watch_brokers)
+        registered = await self._zk(self.zk.live_brokers, self._watch_brokers)
+        self._refusing = {b: r for b, r in self._refusing.items() if registered.get(b) == r}
+        live = {b: r for b, r in registered.items() if self._refusing.get(b) != r}
         # A broker registered with a new epoch restarted meanwhile: gone, then back.
         gone = {b for b, known in self.brokers.items() if b not in live or live[b] != known}
         started = {b for b in live if b not in self.brokers or b in gone}
@@ -345,6 +357,57 @@ class Controller(LeaderMoves, Reassignments):
         await self._send_leader_and_isr(changed)
         await self._send_leader_and_isr([k for k in hosted if k not in changed], to=started)
         await self._retry_deletions(started)
+
+    def _broker_refusing_reported(self, registration: BrokerRegistration) -> None:
+        """The channel's report (on the event loop): handled as an event in the queue."""
+        self.enqueue(lambda: self._on_broker_refusing(registration))
+
+    async def _on_broker_refusing(self, registration: BrokerRegistration) -> None:
+        """The broker's endpoint refused a connection: no process listens there (kill -9,
+        a crash, an out-of-memory kill), but its registration stays in ZooKeeper until its
+        session expires, ``zookeeper.session.timeout.ms`` later. Kafka's controller waits
+        for that; this one takes the broker out now, as if its session had ended: its
+        partitions get new leaders and it leaves every ISR. Its registration is set aside
+        until it goes or changes (a restarted broker registers anew). Should it outlive the
+        bound a restarted broker waits for its predecessor's registration, its session
+        lives, and so does its process: :meth:`_recheck_refusing` takes it back unless it
+        still refuses connections."""
+        broker = registration.broker_id
+        if not self.is_active or self.brokers.get(broker) != registration:
+            return
+        logger.warning(
+            "broker %d refuses connections: it leaves the cluster without waiting for its "
+            "ZooKeeper session to expire",
+            broker,
+        )
+        self._refusing[broker] = registration
+        self.brokers = {b: r for b, r in self.brokers.items() if b != broker}
+        self.channel.set_brokers(self.brokers)
+        self.offline_replicas.pop(broker, None)
+        await self._on_brokers_gone({broker})
+        self._recheck_refusing_later(registration)
+
+    def _recheck_refusing_later(self, registration: BrokerRegistration) -> None:
+        delay = REGISTRATION_WAIT_FACTOR * self.zk.session_timeout_s
+        self._loop.call_later(delay, self.enqueue, lambda: self._recheck_refusing(registration))
+
+    async def _recheck_refusing(self, registration: BrokerRegistration) -> None:
+        """A refusing broker's registration outlived the bound: its session lives. It
+        rejoins unless its endpoint still refuses connections; then it is checked again
+        after another bound (a broker nobody can reach should lead nothing)."""
+        broker = registration.broker_id
+        if not self.is_active or self._refusing.get(broker) != registration:
+            return
+        if await self.channel.refuses_connections(registration):
+            logger.warning(
+                "broker %d still refuses connections, though its ZooKeeper session lives",
+                broker,
+            )
+            self._recheck_refusing_later(registration)
+            return
+        logger.warning("broker %d accepts connections again: it rejoins the cluster", broker)
+        del self._refusing[broker]
+        await self._brokers_changed()
 
     # -- partition state ------------------------------------------------------------------------
 

@@ -220,6 +220,11 @@ class KafkaZkClient:
         self.zk = self._kazoo_client(connect)
         self._addresses = ZooKeeperAddresses(self._hosts, self._chroot, self.zk.set_hosts)
 
+    @property
+    def session_timeout_s(self) -> float:
+        """The session timeout this client asks for (``zookeeper.session.timeout.ms``)."""
+        return self._session_timeout
+
     def start(self) -> None:
         """Connect, creating the chroot first if needed; ZooKeeperUnavailableError when no
         server answers within the connection timeout; ZooKeeperStartStopped as soon as
