@@ -67,9 +67,7 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 from kafka_broker import KAFKA_HEAP, KafkaBroker, kafka_libs
-from kazoo.client import KazooClient
-from kazoo.recipe.watchers import DataWatch
-from waiting import wait_until
+from waiting import ZnodeWatch, registration_gone, wait_until
 
 from tidelog.server.process import BrokerProcess
 from tidelog.zookeeper import ZooKeeperServer, find_java
@@ -680,42 +678,6 @@ def s7_replicated_produce(session: Session, scale: Scale) -> None:
     session.record("S7", "during S7", "-", f"peak RSS, sum of {CLUSTER_SIZE}", peak.peak, "MB")
 
 
-class ZnodeWatch:
-    """The first moment (``time.perf_counter``) a znode's data satisfies ``condition``
-    (called with the data, or None while the znode does not exist), as kazoo's watch
-    reports it."""
-
-    def __init__(self, connect: str, path: str, condition: Callable[[bytes | None], bool]):
-        self._client = KazooClient(hosts=connect)
-        self._client.start(timeout=30)
-        self._condition = condition
-        self._seen = threading.Event()
-        self.seen_at: float | None = None
-        DataWatch(self._client, path, self._changed)
-
-    def _changed(self, data: bytes | None, _stat) -> bool:
-        if not self._seen.is_set() and self._condition(data):
-            self.seen_at = time.perf_counter()
-            self._seen.set()
-        return not self._seen.is_set()  # False ends the watch
-
-    def wait(self, what: str, timeout: float = 120) -> float:
-        if not self._seen.wait(timeout):
-            raise TimeoutError(f"not seen within {timeout} s: {what}")
-        self.close()
-        return self.seen_at
-
-    def close(self) -> None:
-        self._client.stop()
-        self._client.close()
-
-
-def registration_gone(connect: str, broker_id: int) -> ZnodeWatch:
-    """When ``/brokers/ids/<id>`` disappears: the moment the broker's ZooKeeper session
-    expired and the cluster could first know it is gone."""
-    return ZnodeWatch(connect, f"/brokers/ids/{broker_id}", lambda data: data is None)
-
-
 def leader_moved(connect: str, topic: str, partition: int, away_from: int) -> ZnodeWatch:
     """When the partition's state in ZooKeeper first names a leader other than
     ``away_from``: the controller's election is written (both systems keep Kafka's
@@ -739,22 +701,22 @@ class Failover:
 
     @property
     def cluster_figures(self) -> dict[str, float]:
-        """Seconds until the cluster could notice the kill, and its own share after that
-        (the controller's election)."""
+        """Seconds until ZooKeeper expired the killed broker's session, and until the
+        controller had written the new leader (the cluster's share of the failover: after
+        the expiry on Kafka, which learns of the kill from it; before it on tidelog, whose
+        controller is refused a connection by the dead broker at once)."""
         return {
             "until session expiry": self.expired_at - self.killed_at,
-            "expiry → new leader in ZooKeeper": self.elected_at - self.expired_at,
+            "kill → new leader in ZooKeeper": self.elected_at - self.killed_at,
         }
 
     def client_figures(self, first_ack: float) -> dict[str, float]:
         """One client's failover, ``first_ack`` seconds from the kill to the first
-        acknowledgement of a record sent after it, and its part after the expiry and
-        after the election (the client's metadata refresh, reconnecting, the produce)."""
-        acked_at = self.killed_at + first_ack
+        acknowledgement of a record sent after it, and its part after the election (the
+        client's metadata refresh, reconnecting, the produce)."""
         return {
             "failover time": first_ack,
-            "after session expiry": acked_at - self.expired_at,
-            "new leader → first ack": acked_at - self.elected_at,
+            "new leader → first ack": self.killed_at + first_ack - self.elected_at,
         }
 
 
@@ -795,10 +757,11 @@ def kill_leader(
 
 
 def rejoin(session: Session, topic: str, broker_id: int) -> None:
-    """Start a killed broker again once its registration is gone; wait for a full ISR."""
-    wait_until(
-        lambda: broker_id not in session.admin.list_topics(timeout=10).brokers,
-        f"broker {broker_id}'s ZooKeeper session expired",
+    """Start a killed broker again once its registration is gone from ZooKeeper (a
+    tidelog controller takes a killed broker out of Metadata before that); wait for a
+    full ISR."""
+    registration_gone(session.connect, broker_id).wait(
+        f"broker {broker_id}'s ZooKeeper session expired"
     )
     session.brokers[broker_id].start()
     wait_until(lambda: session.fully_replicated(topic, 1), f"{topic}: full ISR again")
@@ -835,7 +798,7 @@ def s8_failover(session: Session, scale: Scale, rank: int) -> None:
                 rejoin(session, topic, failover.killed)
     medians = {
         "failover time": "failover median",
-        "after session expiry": "after session expiry, median",
+        "new leader → first ack": "new leader → first ack, median",
     }
     for tool in S8_CLIENTS:
         for figure, name in medians.items():
@@ -1214,11 +1177,10 @@ def write_report(
         f"(the same for both systems) of the {S8_PING_CYCLE_S:g} s ZooKeeper ping cycle, so "
         "that it lands at any point of it. Both systems use "
         f"`zookeeper.session.timeout.ms={CLUSTER_SETTINGS['zookeeper.session.timeout.ms']}`"
-        ": a kill -9'd broker is noticed only when its session expires, so that timeout "
-        "dominates the failover time; after session expiry = from the moment the killed "
-        "broker's registration left ZooKeeper to that acknowledgement (what the brokers and "
-        "the client add to the expiry), split at the moment the partition's state in "
-        "ZooKeeper names the new leader: before it the controller's share (tool `-`), "
+        ": Kafka's controller notices a kill -9'd broker only when its session expires; "
+        "tidelog's as soon as the dead broker's endpoint refuses its connection. Each "
+        "failover is split at the moment the partition's state in ZooKeeper names the new "
+        "leader: before it the cluster's share (tool `-`, kill → new leader in ZooKeeper), "
         "after it the client's (it finds the new leader by a metadata refresh; see "
         "README.md) and the new leader's",
         reassignment.settings_line(scale.s11_throttle_mb),

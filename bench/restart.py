@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import loadgen
 from confluent_kafka.admin import AdminClient, NewTopic
-from waiting import wait_until
+from waiting import registration_gone, wait_until
 
 __all__ = ["S13_BROKERS", "s13_restart", "settings_line"]
 
@@ -94,11 +94,9 @@ def s13_restart(session, partitions: int, megabytes: int) -> None:
     session.record("S13", f"{case}, clean stop", "admin", "until in every ISR", caught_up, "s")
 
     _fill(session, partitions, megabytes)
+    expired = registration_gone(session.connect, RESTARTED)
     broker.kill()
-    wait_until(
-        lambda: RESTARTED not in session.admin.list_topics(timeout=10).brokers,
-        f"broker {RESTARTED}'s ZooKeeper session expired",
-    )
+    expired.wait(f"broker {RESTARTED}'s ZooKeeper session expired")
     serving, caught_up = _restart(session, partitions)
     session.record("S13", f"{case}, kill -9", "admin", "until serving", serving, "s")
     session.record("S13", f"{case}, kill -9", "admin", "until in every ISR", caught_up, "s")
