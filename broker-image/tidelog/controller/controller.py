@@ -375,7 +375,9 @@ class Controller(LeaderMoves, Reassignments):
         broker = registration.broker_id
         if not self.is_active or self.brokers.get(broker) != registration:
             return
-        logger.warning(
+        # A broker that shut down in a controlled way closes its listeners as it exits.
+        log = logger.info if broker in self.shutting_down_brokers() else logger.warning
+        log(
             "broker %d refuses connections: it leaves the cluster without waiting for its "
             "ZooKeeper session to expire",
             broker,
