@@ -10,6 +10,8 @@ its fetch state is the one the request was built from.
 
 from __future__ import annotations
 
+import asyncio
+
 from replication.test_throttled_fetch import (  # noqa: F401 (leader: a fixture)
     FOLLOWER,
     LEADER,
@@ -41,6 +43,27 @@ def test_an_answer_to_the_old_epoch_does_not_hold_up_the_new_one(tmp_path, leade
 
         follower.follow(0, epoch=2)  # its fetch is waiting at the leader
         leader.lead(0, [LEADER, FOLLOWER], epoch=2)  # which answers it FENCED_LEADER_EPOCH
+        leader.produce(0, batches=1)
+        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+
+    run_with_follower(tmp_path, leader, scenario, max_wait_ms=LONG_POLL_MS, backoff_ms=BACKOFF_MS)
+
+
+def test_a_leader_behind_the_followers_epoch_is_asked_again_soon(tmp_path, leader):  # noqa: F811
+    """The follower learns epoch 2 before the leader does (as when the controller is
+    the follower and tells itself first): its OffsetForLeaderEpoch is answered
+    UNKNOWN_LEADER_EPOCH. Once the leader takes epoch 2 the follower catches up, long
+    before ``replica.fetch.backoff.ms`` (a minute here) has passed."""
+
+    async def scenario(follower: Follower, _clock):
+        leader.lead(0, [LEADER, FOLLOWER], epoch=1)
+        leader.produce(0)
+        follower.follow(0, epoch=1)
+        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+
+        follower.follow(0, epoch=2)
+        await asyncio.sleep(0.3)  # asked at once, and answered UNKNOWN_LEADER_EPOCH
+        leader.lead(0, [LEADER, FOLLOWER], epoch=2)
         leader.produce(0, batches=1)
         await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
 

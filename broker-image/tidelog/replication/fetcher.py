@@ -27,7 +27,12 @@ loops over one connection:
    the next fetch full, at once; a lost connection too.
 
 A partition the leader no longer leads (or leads in another epoch) waits for the
-controller's next LeaderAndIsr; a lost connection is retried with back-off.
+controller's next LeaderAndIsr; a lost connection is retried with back-off. A leader
+still in an older epoch than the follower's (UNKNOWN_LEADER_EPOCH: its own
+LeaderAndIsr is on the way, as when the controller is the follower and told itself
+first) is asked again after 20 ms, then at doubling intervals up to
+``replica.fetch.backoff.ms``: waiting the whole back-off (1 s) would hold up every
+acks=all write to the partition for that long after each election.
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ FETCH_VERSION = 12  # topic names, replica id in the body, current leader epoch
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 CONNECTION_ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError)
 # The leader moved or has not heard of the new epoch yet: wait for LeaderAndIsr.
+# First wait before a leader behind the follower's epoch is asked again (then doubling).
+LEADER_BEHIND_RETRY_S = 0.02
 WAIT_FOR_CONTROLLER = {
     ErrorCode.NOT_LEADER_OR_FOLLOWER,
     ErrorCode.FENCED_LEADER_EPOCH,
@@ -95,6 +102,7 @@ class _FetchState:
     leader_epoch: int
     truncating: bool = True  # must find its divergence point before fetching
     delayed_until: float = 0.0
+    leader_behind_answers: int = 0  # UNKNOWN_LEADER_EPOCH answers in this epoch
     # The leader's high watermark minus our log end offset after the last answered
     # fetch; unknown (not in sync) until then.
     lag: int | None = None
@@ -185,11 +193,17 @@ class ReplicaFetcher:
             async with asyncio.timeout(timeout):
                 await self._changed.wait()
 
-    def _delay(self, key: TopicPartition) -> None:
+    def _delay(self, key: TopicPartition, error: int | None = None) -> None:
+        """Put the partition off ``replica.fetch.backoff.ms``, or less after ``error``
+        UNKNOWN_LEADER_EPOCH (see the module's docstring)."""
         state = self._partitions.get(key)
-        if state is not None:
-            loop_time = asyncio.get_running_loop().time()
-            state.delayed_until = loop_time + self._config.backoff_ms / 1000
+        if state is None:
+            return
+        backoff = self._config.backoff_ms / 1000
+        if error == ErrorCode.UNKNOWN_LEADER_EPOCH:
+            backoff = min(backoff, LEADER_BEHIND_RETRY_S * 2**state.leader_behind_answers)
+            state.leader_behind_answers += 1
+        state.delayed_until = asyncio.get_running_loop().time() + backoff
 
     async def _connect(self) -> AsyncBrokerConnection:
         if self._connection is None:
@@ -273,7 +287,7 @@ class ReplicaFetcher:
                 if state is None or state is not sent_under.get(key):
                     continue
                 if answer.error_code != ErrorCode.NONE:
-                    self._delay(key)
+                    self._delay(key, answer.error_code)
                     continue
                 self._follower.truncate_follower(
                     *key, asked[key], answer.leader_epoch, answer.end_offset
@@ -365,7 +379,7 @@ class ReplicaFetcher:
         else:
             if code not in WAIT_FOR_CONTROLLER:
                 logger.warning("replica %s-%d: fetch error %s", *key, ErrorCode(code).name)
-            self._delay(key)
+            self._delay(key, code)
 
 
 def _fetch_topics(partitions: dict[TopicPartition, tuple[int, int, int, int]]) -> list[dict]:
