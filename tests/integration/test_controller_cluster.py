@@ -1,11 +1,12 @@
 """The controller driving a cluster of real broker processes over the Kafka protocol
 (seed 000 集群成员关系 / 控制器, seed 003 四.4): every broker's metadata agrees,
-the controller fails over to another broker with a higher epoch, a deposed
-controller's requests are refused, a dead leader's partitions move to a replica in the
-ISR before its ZooKeeper session expires (while a live broker that only refused
-connections for a while comes back), a restarted broker takes its replicas back, a
-partition with no in-sync replica left goes offline unless unclean election is allowed,
-and a broker whose ZooKeeper session expired registers again."""
+the controller fails over to another broker with a higher epoch (before the killed
+controller's ZooKeeper session expires), a deposed controller's requests are refused,
+a dead leader's partitions move to a replica in the ISR before its ZooKeeper session
+expires (while a live broker that only refused connections for a while comes back), a
+restarted broker takes its replicas back, a partition with no in-sync replica left goes
+offline unless unclean election is allowed, and a broker whose ZooKeeper session
+expired registers again."""
 
 from __future__ import annotations
 
@@ -109,6 +110,8 @@ def test_controller_failover_raises_the_epoch_and_fences_the_old_controller(clus
         "another broker becomes the controller",
     )
     assert new_controller in survivors
+    # Its endpoint refused the others: no waiting for its session to expire (6 s).
+    assert old_controller in cluster.registered(), "elected only once the session expired"
     assert cluster.controller_epoch() > old_epoch
     expected_brokers = sorted((b, "127.0.0.1", cluster.brokers[b].port) for b in survivors)
     for broker_id in survivors:

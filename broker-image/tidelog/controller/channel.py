@@ -8,14 +8,9 @@ thus delays only its own requests, never the controller's event queue or the oth
 brokers. When a broker leaves (or registers anew after a restart) its queue is dropped:
 a returning broker gets its state afresh from the controller.
 
-Between requests each sender watches its connection. When the broker closes it, the
-sender connects again at once; a connection *refused* at the broker's registered
-endpoint means no process listens there any more (a broker closes its listeners only
-as it exits), and the channel reports it (:meth:`ControllerChannel.on_broker_refusing`),
-so that the controller need not wait for the broker's ZooKeeper session to expire. A
-connect that times out or finds no route (a host or pod gone) proves nothing and is
-not reported; nor is a host name that resolves to several addresses, all refusing
-(asyncio reports those as one plain OSError).
+Beside its queue, every other live broker has a :class:`RefusalWatch` on its endpoint:
+a broker whose process is gone is reported at once
+(:meth:`ControllerChannel.on_broker_refusing`), not when its session expires.
 """
 
 from __future__ import annotations
@@ -27,6 +22,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Protocol
 
 from tidelog.admin.async_connection import AsyncBrokerConnection
+from tidelog.controller.refusal_watch import CONNECTION_ERRORS, RefusalWatch
 from tidelog.controller.requests import (
     LEADER_AND_ISR_VERSION,
     LOG_END_VERSION,
@@ -60,8 +56,6 @@ RefusingBrokerReport = Callable[[BrokerRegistration], None]
 
 INITIAL_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 1.0
-# Errors after which the request is sent again on a new connection.
-CONNECTION_ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError)
 
 
 class LocalBroker(Protocol):
@@ -100,7 +94,6 @@ class BrokerSender:
         request_timeout_s: float,
         connect_timeout_s: float,
         report_offline: OfflineReplicasReport,
-        report_refusing: RefusingBrokerReport,
     ):
         self.registration = registration
         self._address = address
@@ -108,7 +101,6 @@ class BrokerSender:
         self._timeout = request_timeout_s
         self._connect_timeout = connect_timeout_s
         self._report_offline = report_offline
-        self._report_refusing = report_refusing
         self._queue: asyncio.Queue[tuple[ApiKey, int, object]] = asyncio.Queue()
         self._connection: AsyncBrokerConnection | None = None
         self._task = asyncio.create_task(
@@ -132,7 +124,7 @@ class BrokerSender:
     async def _run(self) -> None:
         try:
             while True:
-                api_key, version, body = await self._next_request()
+                api_key, version, body = await self._queue.get()
                 try:
                     response = await self._deliver(api_key, version, body)
                 except Exception:
@@ -151,48 +143,6 @@ class BrokerSender:
         finally:
             self._disconnect()
 
-    async def _next_request(self) -> tuple[ApiKey, int, object]:
-        """The next queued request. Until there is one, the open connection is watched:
-        when the broker closes it, a new one is opened at once (:meth:`_reconnect`), and
-        again, waiting longer each time (up to ``MAX_BACKOFF_S``), if that one is closed
-        too before a request comes."""
-        pause = 0.0
-        while True:
-            if self._connection is None:
-                return await self._queue.get()
-            queued = asyncio.ensure_future(self._queue.get())
-            closed = asyncio.ensure_future(self._connection.until_closed_by_peer())
-            try:
-                await asyncio.wait((queued, closed), return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                # The watch's read must have ended before a request reads the connection.
-                queued.cancel()
-                closed.cancel()
-                await asyncio.gather(queued, closed, return_exceptions=True)
-            if not queued.cancelled():
-                return queued.result()
-            self._disconnect()
-            await asyncio.sleep(pause)
-            await self._reconnect()
-            pause = min(max(pause * 2, INITIAL_BACKOFF_S), MAX_BACKOFF_S)
-
-    async def _reconnect(self) -> None:
-        """The broker closed the connection: a new one, or, when the broker's endpoint
-        refuses it, the report that no process listens there. Any other failure is left
-        to the next request, which retries."""
-        try:
-            self._connection = await self._open()
-        except ConnectionRefusedError:
-            self._report_refusing(self.registration)
-        except CONNECTION_ERRORS as error:
-            logger.debug("broker %d: no new connection (%r)", self.registration.broker_id, error)
-
-    async def _open(self) -> AsyncBrokerConnection:
-        host, port = self._address
-        return await AsyncBrokerConnection.open(
-            host, port, client_id=self._client_id, connect_timeout_s=self._connect_timeout
-        )
-
     async def _deliver(self, api_key: ApiKey, version: int, body: object) -> object:
         backoff = INITIAL_BACKOFF_S
         while True:
@@ -200,11 +150,15 @@ class BrokerSender:
                 # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation.
                 async with asyncio.timeout(self._timeout):
                     if self._connection is None:
-                        self._connection = await self._open()
+                        host, port = self._address
+                        self._connection = await AsyncBrokerConnection.open(
+                            host,
+                            port,
+                            client_id=self._client_id,
+                            connect_timeout_s=self._connect_timeout,
+                        )
                     return await self._connection.request(api_key, version, body)
             except CONNECTION_ERRORS as error:
-                if isinstance(error, ConnectionRefusedError):
-                    self._report_refusing(self.registration)
                 log = logger.warning if backoff == INITIAL_BACKOFF_S else logger.debug
                 log(
                     "broker %d at %s:%d: %s failed (%r); retrying while it is live",
@@ -254,6 +208,7 @@ class ControllerChannel:
         self.request_timeout_s = request_timeout_ms / 1000
         self.connect_timeout_s = connect_timeout_ms / 1000
         self._senders: dict[int, BrokerSender] = {}
+        self._watches: dict[int, RefusalWatch] = {}
         self._report_offline: OfflineReplicasReport = lambda broker, partitions: None
         self._report_refusing: RefusingBrokerReport = lambda registration: None
 
@@ -262,17 +217,34 @@ class ControllerChannel:
         self._report_offline = report
 
     def on_broker_refusing(self, report: RefusingBrokerReport) -> None:
-        """Who hears of a broker whose endpoint refused a connection (see the module's
-        docstring): called on the event loop with the broker's registration."""
+        """Who hears of a live broker whose endpoint refused a connection (its process is
+        gone): called on the event loop with the broker's registration."""
         self._report_refusing = report
+
+    def watch(
+        self, registration: BrokerRegistration, report: RefusingBrokerReport
+    ) -> RefusalWatch | None:
+        """A :class:`RefusalWatch` on the broker's endpoint on this channel's listener
+        (None when it has none there)."""
+        address = inter_broker_endpoint(registration, self.listener)
+        if address is None:
+            return None
+        return RefusalWatch(
+            registration,
+            address,
+            client_id=f"controller-{self.local_id}",
+            connect_timeout_s=self.connect_timeout_s,
+            report=report,
+        )
 
     def set_brokers(self, brokers: Mapping[int, BrokerRegistration]) -> None:
         """The live brokers changed: drop the queues of those gone or re-registered, open
         queues to the new ones."""
-        for broker_id, sender in list(self._senders.items()):
-            if brokers.get(broker_id) != sender.registration:
-                sender.close()
-                del self._senders[broker_id]
+        for party in (self._senders, self._watches):
+            for broker_id, sender_or_watch in list(party.items()):
+                if brokers.get(broker_id) != sender_or_watch.registration:
+                    sender_or_watch.close()
+                    del party[broker_id]
         for broker_id, registration in sorted(brokers.items()):
             if broker_id == self.local_id or broker_id in self._senders:
                 continue
@@ -291,8 +263,10 @@ class ControllerChannel:
                 request_timeout_s=self.request_timeout_s,
                 connect_timeout_s=self.connect_timeout_s,
                 report_offline=lambda broker, partitions: self._report_offline(broker, partitions),
-                report_refusing=lambda registration: self._report_refusing(registration),
             )
+            watch = self.watch(registration, lambda gone: self._report_refusing(gone))
+            if watch is not None:
+                self._watches[broker_id] = watch
         self.brokers = dict(brokers)
 
     async def flush(self, timeout_s: float, brokers: Collection[int] | None = None) -> None:
@@ -308,8 +282,9 @@ class ControllerChannel:
             await asyncio.wait_for(asyncio.gather(*senders), timeout_s)
 
     async def close(self) -> None:
-        tasks = [sender.close() for sender in self._senders.values()]
+        tasks = [party.close() for party in (*self._senders.values(), *self._watches.values())]
         self._senders.clear()
+        self._watches.clear()
         self.brokers = {}
         await asyncio.gather(*tasks, return_exceptions=True)
 

@@ -10,7 +10,9 @@ and tells every live broker (LeaderAndIsr to the replicas, a full UpdateMetadata
 all). Then it follows ``/brokers/ids``: a broker that leaves loses its leaderships and
 its ISR memberships, a broker that (re)joins gets the metadata and its replicas back. A
 broker whose endpoint refuses the controller's connection leaves at once, without
-waiting for its session to expire (:meth:`Controller._on_broker_refusing`). A
+waiting for its session to expire (:meth:`Controller._on_broker_refusing`); and the
+other brokers watch the controller's endpoint the same way, so a controller that died
+is replaced at once too (:meth:`Controller._on_controller_refusing`). A
 partition whose ISR emptied, because its last member came back without its log, is
 recovered from the replica with the most recent log (:meth:`Controller._recover_leader`).
 Every request carries the controller epoch, so brokers ignore a deposed controller.
@@ -31,6 +33,7 @@ from tidelog.controller.channel import ControllerChannel
 from tidelog.controller.election import NO_LEADER, next_leadership, recovery_leader
 from tidelog.controller.leader_moves import LeaderMoves, Leadership, Proposal
 from tidelog.controller.reassignment import Reassignments
+from tidelog.controller.refusal_watch import RefusalWatch
 from tidelog.controller.requests import LEADER_DURING_DELETE, PartitionLeadership
 from tidelog.controller.state_machines import PartitionState as PartitionPhase
 from tidelog.controller.state_machines import ReplicaState, StateMachines
@@ -84,6 +87,7 @@ class Controller(LeaderMoves, Reassignments):
         # Registrations of brokers whose endpoint refused a connection: not live, though
         # still in ZooKeeper (see _on_broker_refusing).
         self._refusing: dict[int, BrokerRegistration] = {}
+        self._controller_watch: RefusalWatch | None = None  # while another one is active
         self.machines = StateMachines()
         channel.on_offline_replicas(self._offline_replicas_reported)
         channel.on_broker_refusing(self._broker_refusing_reported)
@@ -103,6 +107,7 @@ class Controller(LeaderMoves, Reassignments):
         self.elect()
 
     async def stop(self) -> None:
+        self._stop_watching_controller()
         if self._runner is not None:
             self._runner.cancel()
             await asyncio.gather(self._runner, return_exceptions=True)
@@ -170,11 +175,49 @@ class Controller(LeaderMoves, Reassignments):
             epoch = await self._zk(self.zk.try_become_controller, self.broker_id)
             current = await self._zk(self.zk.controller_id, self._watch_controller)
             if epoch is not None:
+                self._stop_watching_controller()
                 await self._become_controller(epoch)
                 return
         if self.is_active and current != self.broker_id:
             await self._resign()
         logger.info("broker %s is the controller", current)
+        if current != self.broker_id:
+            await self._watch_controller_endpoint(current)
+
+    async def _watch_controller_endpoint(self, controller: int) -> None:
+        """Another broker is the controller: a :class:`RefusalWatch` on its endpoint."""
+        watched = self._controller_watch
+        if watched is not None and watched.registration.broker_id == controller:
+            return
+        self._stop_watching_controller()
+        registration = (await self._zk(self.zk.live_brokers)).get(controller)
+        if registration is not None:
+            self._controller_watch = self.channel.watch(
+                registration, self._controller_refusing_reported
+            )
+
+    def _stop_watching_controller(self) -> None:
+        if self._controller_watch is not None:
+            self._controller_watch.close()
+            self._controller_watch = None
+
+    def _controller_refusing_reported(self, registration: BrokerRegistration) -> None:
+        """The watch's report (on the event loop): handled as an event in the queue."""
+        self.enqueue(lambda: self._on_controller_refusing(registration))
+
+    async def _on_controller_refusing(self, registration: BrokerRegistration) -> None:
+        """The controller's endpoint refused a connection: its process is gone, but
+        ``/controller`` stays until its session expires, and until then no broker can
+        take over. Deleting the node (as an operator forcing an election would) lets the
+        brokers run for controller now; the new controller finds the dead broker refusing
+        too and moves its partitions (:meth:`_on_broker_refusing`)."""
+        self._controller_watch = None
+        if await self._zk(self.zk.delete_controller, registration.broker_id):
+            logger.warning(
+                "controller %d refuses connections: /controller deleted so that a live "
+                "broker takes over without waiting for its ZooKeeper session to expire",
+                registration.broker_id,
+            )
 
     async def _resign(self) -> None:
         if self.is_active:

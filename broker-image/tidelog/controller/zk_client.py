@@ -501,6 +501,20 @@ class KafkaZkClient:
         epoch, _ = self.zk.get(CONTROLLER_EPOCH)
         return int(epoch.decode())
 
+    def delete_controller(self, broker_id: int) -> bool:
+        """Delete ``/controller`` if it names ``broker_id``, so that the brokers run for
+        controller again, as an operator deleting the node forces; True when this call
+        deleted it. (Read and delete are a moment apart: a node another broker created
+        in between would go too, which costs one more election, nothing else.)"""
+        try:
+            data, stat = self.zk.get(CONTROLLER)
+            if decode_json(data)["brokerid"] != broker_id:
+                return False
+            self.zk.delete(CONTROLLER, version=stat.version)
+        except (NoNodeError, BadVersionError):
+            return False
+        return True
+
     def controller_id(
         self, watch: Callable | None = None, timeout: float | None = None
     ) -> int | None:
