@@ -211,7 +211,9 @@ class Controller(LeaderMoves, Reassignments):
         take over. Deleting the node (as an operator forcing an election would) lets the
         brokers run for controller now; the new controller finds the dead broker refusing
         too and moves its partitions (:meth:`_on_broker_refusing`)."""
-        self._controller_watch = None
+        watched = self._controller_watch
+        if watched is not None and watched.registration == registration:
+            self._controller_watch = None  # it ended with its report
         if await self._zk(self.zk.delete_controller, registration.broker_id):
             logger.warning(
                 "controller %d refuses connections: /controller deleted so that a live "

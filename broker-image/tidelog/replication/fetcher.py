@@ -59,9 +59,9 @@ logger = logging.getLogger(__name__)
 FETCH_VERSION = 12  # topic names, replica id in the body, current leader epoch
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 CONNECTION_ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError)
-# The leader moved or has not heard of the new epoch yet: wait for LeaderAndIsr.
 # First wait before a leader behind the follower's epoch is asked again (then doubling).
 LEADER_BEHIND_RETRY_S = 0.02
+# The leader moved or has not heard of the new epoch yet: wait for LeaderAndIsr.
 WAIT_FOR_CONTROLLER = {
     ErrorCode.NOT_LEADER_OR_FOLLOWER,
     ErrorCode.FENCED_LEADER_EPOCH,
