@@ -59,5 +59,5 @@ class ZnodeWatch:
 
 def registration_gone(connect: str, broker_id: int) -> ZnodeWatch:
     """When ``/brokers/ids/<id>`` disappears: the moment the broker's ZooKeeper session
-    expired and the cluster could first know it is gone."""
+    expired (the moment Kafka's cluster learns of a kill -9)."""
     return ZnodeWatch(connect, f"/brokers/ids/{broker_id}", lambda data: data is None)
