@@ -15,9 +15,11 @@ import struct
 from tidelog.protocol import ApiKey, MalformedMessageError, decode_response, encode_request
 from tidelog.protocol.headers import RequestHeader
 
-__all__ = ["AsyncBrokerConnection"]
+__all__ = ["CONNECTION_ERRORS", "AsyncBrokerConnection"]
 
 _SIZE = struct.Struct(">i")
+# What opening a connection or a request on it raises when the connection fails.
+CONNECTION_ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError)
 
 
 class AsyncBrokerConnection:

@@ -21,8 +21,8 @@ import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Protocol
 
-from tidelog.admin.async_connection import AsyncBrokerConnection
-from tidelog.controller.refusal_watch import CONNECTION_ERRORS, RefusalWatch
+from tidelog.admin.async_connection import CONNECTION_ERRORS, AsyncBrokerConnection
+from tidelog.controller.refusal_watch import RefusalWatch
 from tidelog.controller.requests import (
     LEADER_AND_ISR_VERSION,
     LOG_END_VERSION,

@@ -18,16 +18,13 @@ all refusing, recognised (asyncio reports those as one plain OSError).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 
-from tidelog.admin.async_connection import AsyncBrokerConnection
+from tidelog.admin.async_connection import CONNECTION_ERRORS, AsyncBrokerConnection
 from tidelog.controller.zk_data import BrokerRegistration
 
-__all__ = ["CONNECTION_ERRORS", "RefusalWatch"]
+__all__ = ["RefusalWatch"]
 
-# Errors after which a connection is given up (and, for a request, sent again).
-CONNECTION_ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError)
 # A broker that keeps closing the watch's connection within this long is connected to
 # again after pauses doubling from FIRST_PAUSE_S up to it, not at once every time.
 FIRST_PAUSE_S = 0.05
@@ -78,8 +75,7 @@ class RefusalWatch:
                 continue
             opened = loop.time()
             try:
-                with contextlib.suppress(*CONNECTION_ERRORS):
-                    await connection.until_closed_by_peer()
+                await connection.until_closed_by_peer()
             finally:
                 connection.close()
             if loop.time() - opened > MAX_PAUSE_S:

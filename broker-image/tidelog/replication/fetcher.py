@@ -43,7 +43,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tidelog.admin.async_connection import AsyncBrokerConnection
+from tidelog.admin.async_connection import CONNECTION_ERRORS, AsyncBrokerConnection
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
 from tidelog.records.errors import RecordsError
@@ -58,7 +58,6 @@ logger = logging.getLogger(__name__)
 
 FETCH_VERSION = 12  # topic names, replica id in the body, current leader epoch
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
-CONNECTION_ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError)
 # First wait before a leader behind the follower's epoch is asked again (then doubling).
 LEADER_BEHIND_RETRY_S = 0.02
 # The leader moved or has not heard of the new epoch yet: wait for LeaderAndIsr.
