@@ -203,7 +203,7 @@ class Follower:
     quota: ReplicationQuota
     fetched: list[set[int]] = field(default_factory=list)
 
-    def follow(self, partition: int, epoch: int = EPOCH) -> None:
+    def follow(self, partition: int, epoch: int = EPOCH, isr: tuple = (LEADER,)) -> None:
         error = self.replica_manager.become_leader_or_follower(
             TOPIC,
             TOPIC_ID,
@@ -211,7 +211,7 @@ class Follower:
             leader=LEADER,
             leader_epoch=epoch,
             replicas=[LEADER, FOLLOWER],
-            isr=[LEADER],
+            isr=list(isr),
         )
         assert error == ErrorCode.NONE
 
@@ -313,5 +313,42 @@ def test_the_follower_leaves_throttled_partitions_out_of_its_fetches(tmp_path, l
         assert follower.quota.is_exceeded()
         leader.produce(0, batches=2)
         await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+
+    run_with_follower(tmp_path, leader, scenario)
+
+
+def test_a_new_epoch_that_names_the_follower_in_the_isr_is_not_throttled(tmp_path, leader):
+    """The end of a throttled move: the controller bumps the epoch of a partition whose
+    ISR holds the new, still throttled follower (0:2) while the quota is exceeded. The
+    leader waits for that follower before it acknowledges acks=all writes, so the
+    follower must keep fetching; a new epoch that leaves it out of the ISR throttles it
+    again. Partition 1 (1:3, not throttled here) shows the fetches go on."""
+
+    async def scenario(follower: Follower, clock: Clock):
+        follower.quota.follow_topic_config(TOPIC, FOLLOWER_THROTTLED_REPLICAS, "0:2,1:3", FOLLOWER)
+        clock.now_ms += 11_000  # the quota lets the first copy through
+        for partition in (0, 1):
+            leader.lead(partition, [LEADER])
+            leader.produce(partition)
+            follower.follow(partition)
+        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+
+        follower.quota.record(1_000_000)
+        assert follower.quota.is_exceeded()
+        leader.lead(0, [LEADER, FOLLOWER], epoch=EPOCH + 1)
+        follower.follow(0, epoch=EPOCH + 1, isr=(LEADER, FOLLOWER))
+        leader.produce(0, batches=2)
+        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+
+        copied = follower.end_offset(0)
+        leader.lead(0, [LEADER], epoch=EPOCH + 2)
+        follower.follow(0, epoch=EPOCH + 2)
+        leader.produce(0, batches=2)
+        leader.produce(1, batches=2)
+        await eventually(lambda: follower.end_offset(1) == leader.log(1).log_end_offset)
+        fetches = len(follower.fetched)
+        await eventually(lambda: len(follower.fetched) >= fetches + 3)
+        assert follower.fetched[-1] == {1}
+        assert follower.end_offset(0) == copied
 
     run_with_follower(tmp_path, leader, scenario)

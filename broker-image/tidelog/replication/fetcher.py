@@ -17,10 +17,14 @@ loops over one connection:
 3. replication throttles (seed 003 修改主题限速, Kafka's ``shouldFollowerThrottle``): a
    partition that ``follower.replication.throttled.replicas`` throttles on this broker
    is left out of the fetch request while the broker's follower quota is exceeded,
-   unless it is in sync (the leader's high watermark at its last fetched response was
-   not beyond its log end offset); when every ready partition is left out, the fetcher
-   backs off ``replica.fetch.backoff.ms``. Bytes fetched for throttled partitions are
-   recorded in that quota;
+   unless it is in sync: the leader's high watermark at its last fetched response was
+   not beyond its log end offset or, before the first answer in an epoch, the
+   LeaderAndIsr that started the epoch named this broker in the ISR. (Kafka starts
+   every epoch out of sync; a throttled follower that the leader counts in its ISR
+   then holds up every acks=all write until the quota lets it fetch: up to a
+   back-off, at the end of each throttled reassignment.) When every ready partition
+   is left out, the fetcher backs off ``replica.fetch.backoff.ms``. Bytes fetched for
+   throttled partitions are recorded in that quota;
 4. fetches go in an incremental fetch session (KIP-227, :mod:`.fetch_session`): after
    the first, a fetch names only the partitions whose fetch offset (or other request
    field) changed, and the leader answers only those with news. A session error makes
@@ -103,7 +107,7 @@ class _FetchState:
     delayed_until: float = 0.0
     leader_behind_answers: int = 0  # UNKNOWN_LEADER_EPOCH answers in this epoch
     # The leader's high watermark minus our log end offset after the last answered
-    # fetch; unknown (not in sync) until then.
+    # fetch; until then 0 if the epoch began with this broker in the ISR, else unknown.
     lag: int | None = None
 
     @property
@@ -140,8 +144,11 @@ class ReplicaFetcher:
     def is_empty(self) -> bool:
         return not self._partitions
 
-    def add(self, topic: str, partition: int, leader_epoch: int) -> None:
-        self._partitions[(topic, partition)] = _FetchState(leader_epoch)
+    def add(self, topic: str, partition: int, leader_epoch: int, in_sync: bool) -> None:
+        """Follow the partition in ``leader_epoch``; ``in_sync``: the LeaderAndIsr that
+        started the epoch named this broker in the ISR."""
+        lag = 0 if in_sync else None
+        self._partitions[(topic, partition)] = _FetchState(leader_epoch, lag=lag)
         self._changed.set()
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"replica-fetcher-{self.leader}")

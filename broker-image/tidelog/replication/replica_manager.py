@@ -175,7 +175,8 @@ class ReplicaManager:
                 unwritten_epochs[key] = log
             partition.maybe_advance_high_watermark()
         elif leader >= 0 and self._fetcher_config is not None:
-            self._fetcher_for(leader, key).add(topic, index, leader_epoch)
+            in_sync = self.broker_id in isr
+            self._fetcher_for(leader, key).add(topic, index, leader_epoch, in_sync)
         # Waiters re-check: a producer waiting for acks=all learns it is no longer leader.
         self.purgatory.notify(key)
         self.appended.notify(key)
