@@ -17,14 +17,14 @@ loops over one connection:
 3. replication throttles (seed 003 修改主题限速, Kafka's ``shouldFollowerThrottle``): a
    partition that ``follower.replication.throttled.replicas`` throttles on this broker
    is left out of the fetch request while the broker's follower quota is exceeded,
-   unless it is in sync: the leader's high watermark at its last fetched response was
-   not beyond its log end offset or, before the first answer in an epoch, the
-   LeaderAndIsr that started the epoch named this broker in the ISR. (Kafka starts
-   every epoch out of sync; a throttled follower that the leader counts in its ISR
-   then holds up every acks=all write until the quota lets it fetch: up to a
-   back-off, at the end of each throttled reassignment.) When every ready partition
-   is left out, the fetcher backs off ``replica.fetch.backoff.ms``. Bytes fetched for
-   throttled partitions are recorded in that quota;
+   unless it is in sync: the leader's high watermark at its last answer without an
+   error was not beyond its log end offset or, until the first such answer in an
+   epoch, the LeaderAndIsr that started the epoch named this broker in the ISR.
+   (Kafka starts every epoch out of sync; a throttled follower that the leader counts
+   in its ISR then holds up every acks=all write for as long as the quota stays
+   exceeded, as at the end of each throttled reassignment.) When every ready
+   partition is left out, the fetcher backs off ``replica.fetch.backoff.ms``. Bytes
+   fetched for throttled partitions are recorded in that quota;
 4. fetches go in an incremental fetch session (KIP-227, :mod:`.fetch_session`): after
    the first, a fetch names only the partitions whose fetch offset (or other request
    field) changed, and the leader answers only those with news. A session error makes
@@ -106,8 +106,9 @@ class _FetchState:
     truncating: bool = True  # must find its divergence point before fetching
     delayed_until: float = 0.0
     leader_behind_answers: int = 0  # UNKNOWN_LEADER_EPOCH answers in this epoch
-    # The leader's high watermark minus our log end offset after the last answered
-    # fetch; until then 0 if the epoch began with this broker in the ISR, else unknown.
+    # The leader's high watermark minus our log end offset after the last answer
+    # without an error; until then 0 if the epoch began with this broker in the ISR,
+    # else unknown.
     lag: int | None = None
 
     @property
