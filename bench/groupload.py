@@ -201,8 +201,8 @@ def rebalance(
 ) -> dict:
     """S9 for one assignor; times in seconds. A join is mostly the wait for the old
     members' next heartbeats (bench/results/README.md); where in a heartbeat interval
-    each newcomer subscribes is drawn from ``seed``, so a run that passes both systems
-    the same seed gives them the same draws."""
+    each newcomer subscribes, and later closes, is drawn from ``seed``, so a run that
+    passes both systems the same seed gives them the same draws."""
     config = group_config(
         bootstrap, f"s9-{assignor}", **{"partition.assignment.strategy": assignor}
     )
@@ -233,6 +233,10 @@ def rebalance(
         done = held.wait_for(lambda everyone=everyone: held.balanced(everyone, partitions), 60)
         joins.append(done - newcomer.subscribed_at)
         extra += held.quiet(SETTLE_S)
+        # The same for its close: after the settle time alone (three heartbeat intervals
+        # after the balanced assignment) every close met the old members' heartbeats at
+        # nearly one phase, which then decided the leave's figure.
+        time.sleep(phases.uniform(0, HEARTBEAT_INTERVAL_MS / 1000))
         newcomer.stop.set()
         done = held.wait_for(
             lambda left=newcomer: left.closing_at > 0
