@@ -6,7 +6,7 @@ import struct
 import pytest
 
 from tidelog.records import build_batch
-from tidelog.server.network import MAX_BURST, CloseConnection, SocketServer
+from tidelog.server.network import INLINE_SLICE_BYTES, MAX_BURST, CloseConnection, SocketServer
 from tidelog.storage.log import Log
 
 
@@ -337,15 +337,26 @@ def test_handler_failure_closes_the_connection_not_the_server(caplog):
     assert any("after an error" in m for m in caplog.messages)
 
 
-@pytest.mark.parametrize("records", [1, 300])
-def test_file_slices_are_sent_from_the_segment(tmp_path, records):
-    log = Log.open(tmp_path / "t-0")
-    for i in range(records):
-        log.append_as_leader(build_batch([(f"k{i}", "v" * 500)]))
-    found = log.read(0, 1 << 30).records
+def serve_slices(slices, monkeypatch) -> tuple[bytes, list[bytes], list[int]]:
+    """The body a client reads when a handler answers a length prefix and ``slices``;
+    the server's writes and the sizes it sent with sendfile."""
+    writes, sent_by_sendfile = [], []
+    real_write, real_sendfile = asyncio.StreamWriter.write, asyncio.BaseEventLoop.sendfile
+
+    def write(self, data):
+        writes.append(bytes(data))
+        return real_write(self, data)
+
+    async def sendfile(self, transport, file, offset=0, count=None, **kwargs):
+        sent_by_sendfile.append(count)
+        return await real_sendfile(self, transport, file, offset, count, **kwargs)
+
+    monkeypatch.setattr(asyncio.StreamWriter, "write", write)
+    monkeypatch.setattr(asyncio.BaseEventLoop, "sendfile", sendfile)
+    size = sum(s.size for s in slices)
 
     async def handler(payload, context):
-        return [struct.pack(">i", found.size), found]
+        return [struct.pack(">i", size), *slices]
 
     async def main():
         server, port = await started(handler)
@@ -356,4 +367,42 @@ def test_file_slices_are_sent_from_the_segment(tmp_path, records):
         await server.close()
         return body
 
-    assert asyncio.run(main()) == found.to_bytes()
+    body = asyncio.run(main())
+    return body, [w for w in writes if w != frame(b"fetch")], sent_by_sendfile
+
+
+@pytest.mark.parametrize("records", [1, 300])
+def test_file_slices_are_sent_from_the_segment(tmp_path, records, monkeypatch):
+    log = Log.open(tmp_path / "t-0")
+    for i in range(records):
+        log.append_as_leader(build_batch([(f"k{i}", "v" * 500)]))
+    found = log.read(0, 1 << 30).records
+
+    body, _, _ = serve_slices([found], monkeypatch)
+    assert body == found.to_bytes()
+
+
+def test_a_small_file_slice_leaves_in_one_send_with_its_header(tmp_path, monkeypatch):
+    log = Log.open(tmp_path / "t-0")
+    log.append_as_leader(build_batch([("k", "v" * 500)]))
+    found = log.read(0, 1 << 30).records
+
+    body, writes, sent_by_sendfile = serve_slices([found], monkeypatch)
+    assert body == found.to_bytes()
+    assert writes == [struct.pack(">i", found.size) + found.to_bytes()]
+    assert sent_by_sendfile == []
+
+
+def test_file_slices_past_the_inline_bound_go_with_sendfile(tmp_path, monkeypatch):
+    slices = []
+    for partition in range(3):
+        log = Log.open(tmp_path / f"t-{partition}")
+        while log.log_end_offset * 1000 < INLINE_SLICE_BYTES // 2:
+            log.append_as_leader(build_batch([("k", "v" * 1000)]))
+        slices.append(log.read(0, 1 << 30).records)
+    assert slices[0].size + slices[1].size > INLINE_SLICE_BYTES >= slices[0].size
+
+    body, writes, sent_by_sendfile = serve_slices(slices, monkeypatch)
+    assert body == b"".join(s.to_bytes() for s in slices)
+    assert writes[0] == struct.pack(">i", len(body)) + slices[0].to_bytes()
+    assert sent_by_sendfile == [slices[1].size, slices[2].size]
