@@ -19,6 +19,7 @@ TopicPartition = tuple[str, int]
 class Purgatory:
     def __init__(self):
         self._waiters: dict[TopicPartition, set[asyncio.Future]] = {}
+        self.woken = 0  # waiters :meth:`notify` has woken so far
 
     async def wait(self, partitions: Iterable[TopicPartition], timeout: float) -> None:
         """Until the next change of any of ``partitions`` (returns early then), at most
@@ -57,6 +58,7 @@ class Purgatory:
         for future in list(self._waiters.get(partition, ())):
             if not future.done():
                 future.set_result(None)
+                self.woken += 1
 
     @property
     def waiting(self) -> int:

@@ -3,7 +3,8 @@
 The records field is a memoryview of the request frame; it reaches the log without a
 copy. Produce v0 to v2 may carry message sets of magic 0 and 1, which the log converts
 (:mod:`tidelog.records.legacy`); from v3 on only record batch v2 is taken, as by Kafka.
-acks=0 gets no response; acks=1 answers once the leader appended; acks=all waits in
+acks=0 gets no response; acks=1 answers once the leader appended (after the consumer
+fetches the append woke have answered); acks=all waits in
 purgatory until the high watermark passes the batch (every ISR member has it), or
 answers REQUEST_TIMED_OUT after the request's ``timeout_ms`` (the batch stays in the
 log: the producer's retry is then deduplicated when it is idempotent). From v10 a
@@ -57,6 +58,7 @@ async def _wait_for_isr(broker, appended: dict, timeout_ms: int) -> None:
 async def handle_produce(broker, header, request, context):
     acks = request.acks
     results = {}
+    woken_before = broker.replica_manager.purgatory.woken
     for topic in request.topic_data:
         for data in topic.partition_data:
             if acks not in (0, 1, -1):
@@ -81,6 +83,13 @@ async def handle_produce(broker, header, request, context):
             results[(topic.name, data.index)] = result
     if acks == -1:
         await _wait_for_isr(broker, results, request.timeout_ms)
+    elif broker.replica_manager.purgatory.woken != woken_before:
+        # The appends woke requests waiting on these partitions, consumers' long-polling
+        # fetches: they answer first, this acknowledgement in the next turn, as the
+        # batch is what those consumers wait for (Kafka answers both at once, on
+        # different threads). On S3's load (one broker, 5 MB/s of 1 KiB records) this
+        # took the end-to-end p50 from 0.885 and 0.891 ms to 0.849 and 0.845 ms.
+        await asyncio.sleep(0)
     hints = LeaderHints(
         broker.metadata, context.listener, ApiKey.PRODUCE, header.request_api_version
     )
