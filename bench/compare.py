@@ -663,7 +663,14 @@ def s12_spark(session: Session, scale: Scale) -> None:
     latency_case = f"{spark_job.LATENCY_RATE} ticks/s"
     for p, value in loadgen.percentiles(result["tick_to_bar_ms"], (50, 99)).items():
         session.record(
-            "S12", latency_case, "spark", f"tick to bar {p}", value, "ms", bars=result["bars"]
+            "S12",
+            latency_case,
+            "spark",
+            f"tick to bar {p}",
+            value,
+            "ms",
+            bars=result["bars"],
+            samples=result["tick_to_bar_ms"],
         )
 
 
