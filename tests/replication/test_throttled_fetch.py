@@ -111,12 +111,13 @@ def leader(tmp_path):
     logs.shutdown()
 
 
-async def fetch_as(leader: Leader, replica_id: int, partitions: list[int]):
-    """One Fetch v12 of ``partitions`` from offset 0, answered at once; the records'
-    size per partition."""
-    request = FetchRequest(
+def fetch_request(
+    topic: str, partitions: list[int], *, replica_id: int, max_wait_ms: int, leader_epoch: int
+):
+    """A Fetch (v12 fields, no session) of ``partitions`` of ``topic`` from offset 0."""
+    return FetchRequest(
         replica_id=replica_id,
-        max_wait_ms=0,
+        max_wait_ms=max_wait_ms,
         min_bytes=1,
         max_bytes=10 * 1024 * 1024,
         isolation_level=0,
@@ -124,11 +125,11 @@ async def fetch_as(leader: Leader, replica_id: int, partitions: list[int]):
         session_epoch=-1,
         topics=[
             FetchRequest.FetchTopic(
-                topic=TOPIC,
+                topic=topic,
                 partitions=[
                     FetchRequest.FetchPartition(
                         partition=p,
-                        current_leader_epoch=EPOCH,
+                        current_leader_epoch=leader_epoch,
                         fetch_offset=0,
                         log_start_offset=0,
                         partition_max_bytes=1024 * 1024,
@@ -139,6 +140,14 @@ async def fetch_as(leader: Leader, replica_id: int, partitions: list[int]):
         ],
         forgotten_topics_data=[],
         rack_id="",
+    )
+
+
+async def fetch_as(leader: Leader, replica_id: int, partitions: list[int]):
+    """One Fetch v12 of ``partitions`` from offset 0, answered at once; the records'
+    size per partition."""
+    request = fetch_request(
+        TOPIC, partitions, replica_id=replica_id, max_wait_ms=0, leader_epoch=EPOCH
     )
     header = RequestHeader(
         request_api_key=ApiKey.FETCH, request_api_version=12, correlation_id=1, client_id="t"

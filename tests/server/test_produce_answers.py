@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from replication.test_throttled_fetch import fetch_request
 from tidelog.protocol import ApiKey, RequestHeader, request_class
 from tidelog.protocol.errors import ErrorCode
 from tidelog.records import build_batch
@@ -27,7 +28,6 @@ from tidelog.storage.log_manager import LogManager
 
 TOPIC = "tail"
 BROKER = 1
-FetchRequest = request_class(ApiKey.FETCH)
 ProduceRequest = request_class(ApiKey.PRODUCE)
 CONTEXT = ConnectionContext("PLAINTEXT", "127.0.0.1", 0)
 
@@ -69,31 +69,7 @@ def header(api: ApiKey, version: int) -> RequestHeader:
 
 async def consumer_fetch(broker: Broker):
     """A consumer's Fetch at the partition's end, long-polling for 10 s."""
-    request = FetchRequest(
-        replica_id=-1,
-        max_wait_ms=10_000,
-        min_bytes=1,
-        max_bytes=1 << 20,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=[
-            FetchRequest.FetchTopic(
-                topic=TOPIC,
-                partitions=[
-                    FetchRequest.FetchPartition(
-                        partition=0,
-                        current_leader_epoch=-1,
-                        fetch_offset=0,
-                        log_start_offset=-1,
-                        partition_max_bytes=1 << 20,
-                    )
-                ],
-            )
-        ],
-        forgotten_topics_data=[],
-        rack_id="",
-    )
+    request = fetch_request(TOPIC, [0], replica_id=-1, max_wait_ms=10_000, leader_epoch=-1)
     return await handle_fetch(broker, header(ApiKey.FETCH, 12), request, CONTEXT)
 
 
