@@ -17,10 +17,8 @@ leads a third and follows the rest), then
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeVar
 
 import loadgen
@@ -47,29 +45,16 @@ def settings_line(partitions: int, seconds: int, megabytes: int) -> str:
     )
 
 
-def _user_system_seconds(session) -> tuple[float, float]:
-    """The live brokers' user and system CPU time so far, summed (``/proc/<pid>/stat``,
-    in clock ticks: fine over S14's windows of seconds)."""
-    user = system = 0
-    for broker in session.brokers.values():
-        if broker.process.poll() is None:
-            fields = Path(f"/proc/{broker.process.pid}/stat").read_text().rsplit(")", 1)[1]
-            utime, stime = fields.split()[11:13]
-            user, system = user + int(utime), system + int(stime)
-    tick = os.sysconf("SC_CLK_TCK")
-    return user / tick, system / tick
-
-
 def _cpu_percent(session, work: Callable[[], T]) -> tuple[float, dict, T]:
     """The brokers' summed CPU, in % of one core, while ``work()`` runs; its user and
     system parts (for the raw JSON: an idle figure that jumps between runs shows
     whether the kernel's work on the brokers' behalf or their own grew); and what
     ``work()`` returned."""
-    cpu, (user, system) = session.cpu_seconds(), _user_system_seconds(session)
+    cpu, (user, system) = session.cpu_seconds(), session.user_system_seconds()
     began = time.perf_counter()
     result = work()
     elapsed = time.perf_counter() - began
-    user_after, system_after = _user_system_seconds(session)
+    user_after, system_after = session.user_system_seconds()
     parts = {
         "user_percent": 100 * (user_after - user) / elapsed,
         "system_percent": 100 * (system_after - system) / elapsed,
