@@ -25,6 +25,10 @@ What a plan guarantees, for the partitions it is given:
   broker) against those that must arrive (below ``floor(R/B)``). Without repairs the
   greedy below meets that bound; each rack repair adds one move, and so does each move
   that evens leaderships pinned by single-replica partitions (the plan counts both).
+  Racks of unequal sizes can put a balanced result out of reach, and the bound with
+  it: where every partition must keep a replica on a small rack, that rack's brokers
+  hold more than their share and the other brokers are evened, in about the fewest
+  moves that reach those counts.
   Among the replicas that could go, the smallest partitions go first, so the bytes
   copied are few too. Leadership is rebalanced by reordering replicas (no data moves),
   along the shortest chain of partitions from a broker with too many preferred
