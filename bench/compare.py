@@ -978,6 +978,7 @@ def run_cluster_session(session: Session, scale: Scale, scenarios: set[str], ran
 HIGHER_IS_BETTER = (
     "throughput",
     "copy rate",
+    "copy rate / throttle",  # S11: the share of the throttle a throttled move used
     "records",
     "produce",
     "achieved rate",
