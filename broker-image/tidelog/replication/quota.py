@@ -175,9 +175,9 @@ class ReplicationQuota:
     def throttle_time_ms(self) -> float:
         """How long, with no more bytes recorded, until the quota is no longer exceeded:
         until the time since the oldest window held covers its bytes at the bound
-        (Kafka's client quotas throttle for about as long, ``(rate - bound) / bound``
-        of the measured span); 0 when it is not exceeded now. Windows forgotten
-        meanwhile only make it sooner."""
+        (Kafka's client quotas wait ``(rate - bound) / bound`` of that time, the same
+        span); 0 when it is not exceeded now. Windows forgotten meanwhile only make
+        it sooner."""
         if not self.is_exceeded():
             return 0.0
         total, since_oldest = self._held()
