@@ -5,8 +5,7 @@ follows (its own LogManager and ReplicaManager, whose replica fetcher connects t
 
 What is checked is which partitions the paths throttle and which keep their full
 size, never how fast anything goes: the quotas' clocks are the tests' own, so a quota
-is exceeded exactly when a test makes it so (except where the fetcher's wait for its
-quota is the point: that quota runs on the real clock).
+is exceeded exactly when a test makes it so.
 """
 
 from __future__ import annotations
