@@ -114,27 +114,6 @@ def test_the_quota_is_exceeded_while_the_rate_is_above_the_bound(clock):
     assert not q.is_exceeded()
 
 
-def test_the_throttle_time_is_how_long_until_the_quota_allows_again(clock):
-    q = quota(clock, rate=1000)
-    q.record(1000)
-    assert q.throttle_time_ms() == 0  # at the bound is within it
-    q.record(2000)
-    # 3000 bytes at 1000 bytes/s: allowed again once the oldest window started 3 s ago.
-    assert q.throttle_time_ms() == 3000
-    clock.now_ms += 1200
-    assert q.throttle_time_ms() == 1800
-    clock.now_ms += 1799
-    assert q.is_exceeded() and q.throttle_time_ms() == 1
-    clock.now_ms += 1
-    assert not q.is_exceeded() and q.throttle_time_ms() == 0
-
-
-def test_an_unlimited_quota_never_has_a_throttle_time(clock):
-    q = quota(clock, rate=UNLIMITED_RATE)
-    q.record(10**15)
-    assert q.throttle_time_ms() == 0
-
-
 def test_bytes_count_even_while_exceeded(clock):
     q = quota(clock, rate=100)
     for _ in range(5):

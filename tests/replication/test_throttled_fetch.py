@@ -235,18 +235,11 @@ async def eventually(condition: Callable[[], bool]) -> None:
 
 
 def run_with_follower(
-    tmp_path,
-    leader: Leader,
-    scenario,
-    *,
-    max_wait_ms: int = 50,
-    backoff_ms: int = 20,
-    quota: ReplicationQuota | None = None,
+    tmp_path, leader: Leader, scenario, *, max_wait_ms: int = 50, backoff_ms: int = 20
 ) -> None:
     """Serve broker 1's fetch handlers on loopback and run ``scenario(follower, clock)``
     with broker 2 following from it (``replica.fetch.wait.max.ms`` and
-    ``replica.fetch.backoff.ms`` as given); its follower quota is ``quota``, or one
-    that starts exceeded on the test's clock."""
+    ``replica.fetch.backoff.ms`` as given); its follower quota starts exceeded."""
 
     async def main():
         follower_logs = no_cleaner_logs(tmp_path / "follower", FOLLOWER)
@@ -272,7 +265,7 @@ def run_with_follower(
         )
         port = await network.listen("REPLICATION", "127.0.0.1", 0)
         leader.ready.set()
-        follower_quota = quota if quota is not None else exceeded_quota(clock)
+        quota = exceeded_quota(clock)
         replicas = ReplicaManager(
             FOLLOWER,
             follower_logs,
@@ -286,9 +279,9 @@ def run_with_follower(
                 socket_timeout_ms=5000,
             ),
             endpoint_of=lambda _broker: ("127.0.0.1", port),
-            follower_quota=follower_quota,
+            follower_quota=quota,
         )
-        follower = Follower(replicas, follower_quota)
+        follower = Follower(replicas, quota)
         try:
             await scenario(follower, clock)
         finally:
@@ -331,27 +324,6 @@ def test_the_follower_leaves_throttled_partitions_out_of_its_fetches(tmp_path, l
         await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
 
     run_with_follower(tmp_path, leader, scenario)
-
-
-def test_a_follower_held_back_fetches_again_once_its_quota_allows(tmp_path, leader):
-    """Every partition the follower copies is throttled (0:2) and its quota is over the
-    bound for 3 s: the fetcher waits until the quota allows again, not the whole
-    ``replica.fetch.backoff.ms`` as Kafka's does (60 s here, past any wait of this
-    test), so a throttled copy is not left idle. This quota runs on the real clock:
-    the fetcher's wait is real time."""
-    quota = ReplicationQuota(1_000_000, samples=11, window_ms=1000)
-    quota.record(3_000_000)
-
-    async def scenario(follower: Follower, clock: Clock):
-        follower.quota.follow_topic_config(TOPIC, FOLLOWER_THROTTLED_REPLICAS, "0:2", FOLLOWER)
-        leader.lead(0, [LEADER])
-        leader.produce(0)
-        follower.follow(0)
-        assert follower.quota.is_exceeded()
-        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
-        assert follower.fetched and all(asked == {0} for asked in follower.fetched)
-
-    run_with_follower(tmp_path, leader, scenario, backoff_ms=60_000, quota=quota)
 
 
 def test_a_new_epoch_that_names_the_follower_in_the_isr_is_not_throttled(tmp_path, leader):

@@ -23,11 +23,8 @@ loops over one connection:
    (Kafka starts every epoch out of sync; a throttled follower that the leader counts
    in its ISR then holds up every acks=all write for as long as the quota stays
    exceeded, as at the end of each throttled reassignment.) When every ready
-   partition is left out, the fetcher waits until the quota allows again, at most
-   ``replica.fetch.backoff.ms``: Kafka waits the whole back-off, which leaves a
-   throttled copy idle for part of each second it is held back and keeps it at about
-   0.9 of its throttle. Bytes fetched for throttled partitions are recorded in that
-   quota;
+   partition is left out, the fetcher backs off ``replica.fetch.backoff.ms``. Bytes
+   fetched for throttled partitions are recorded in that quota;
 4. fetches go in an incremental fetch session (KIP-227, :mod:`.fetch_session`): after
    the first, a fetch names only the partitions whose fetch offset (or other request
    field) changed, and the leader answers only those with news. A session error makes
@@ -47,7 +44,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -319,8 +315,7 @@ class ReplicaFetcher:
     async def _fetch(self, keys: list[TopicPartition]) -> None:
         throttled = self._throttled(keys)
         if len(throttled) == len(keys):  # nothing to ask for: Kafka's empty fetch
-            wait_ms = min(self._config.backoff_ms, self._quota.throttle_time_ms())
-            await self._wait_for_change(math.ceil(wait_ms) / 1000)
+            await self._wait_for_change(self._config.backoff_ms / 1000)
             return
         logs = self._logs_by_topic([key for key in keys if key not in throttled])
         if not logs:

@@ -11,8 +11,7 @@ Each measures its bytes as Kafka's SimpleRate over a SampledStat: ``samples`` wi
 ``samples * window_ms`` is forgotten, and the rate is the bytes still held divided by
 the time since the oldest window started, never less than one window. The quota is
 exceeded while that rate is above the bound; a bound of ``Long.MAX_VALUE`` (the
-default) never throttles. ``throttle_time_ms`` says how long until an exceeded quota
-allows again, so that a follower held back waits that long and no longer.
+default) never throttles.
 
 Which replicas: the topic configs ``leader.replication.throttled.replicas`` and
 ``follower.replication.throttled.replicas`` hold ``partition:broker`` entries or ``*``.
@@ -164,36 +163,20 @@ class ReplicationQuota:
 
     def measured_rate(self) -> float:
         """Bytes per second over the windows still held."""
-        total, since_oldest = self._held()
-        return total * 1000 / max(since_oldest, self._window_ms) if total else 0.0
-
-    def is_exceeded(self) -> bool:
-        if self._bound >= UNLIMITED_RATE:
-            return False
-        return self.measured_rate() > self._bound
-
-    def throttle_time_ms(self) -> float:
-        """How long, with no more bytes recorded, until the quota is no longer exceeded:
-        until the time since the oldest window held covers its bytes at the bound
-        (Kafka's client quotas wait ``(rate - bound) / bound`` of that time, the same
-        span); 0 when it is not exceeded now. Windows forgotten meanwhile only make
-        it sooner."""
-        if not self.is_exceeded():
-            return 0.0
-        total, since_oldest = self._held()
-        return max(0.0, total * 1000 / self._bound - since_oldest)
-
-    def _held(self) -> tuple[float, int]:
-        """The bytes of the windows still held and the milliseconds since the oldest
-        started (forgetting, first, the windows whose last byte is too old)."""
         now = self._clock_ms()
         with self._lock:
             expiry = self._num_samples * self._window_ms
             self._samples = [s for s in self._samples if now - s.last_event_ms < expiry]
             if not self._samples:
-                return 0.0, 0
+                return 0.0
             total = sum(sample.value for sample in self._samples)
-            return total, now - self._samples[0].start_ms
+            elapsed = max(now - self._samples[0].start_ms, self._window_ms)
+        return total * 1000 / elapsed
+
+    def is_exceeded(self) -> bool:
+        if self._bound >= UNLIMITED_RATE:
+            return False
+        return self.measured_rate() > self._bound
 
     # -- the throttled replicas ---------------------------------------------------------------
 
