@@ -59,18 +59,24 @@ def spread(counts: dict[int, int], brokers) -> int:
     return max(values) - min(values)
 
 
+def racks_to_span(racks, brokers) -> int:
+    """The racks a partition should span at most: those of ``brokers``, or 0 when some
+    broker has no rack (the planner then ignores racks)."""
+    return len({racks[b] for b in brokers}) if all(racks[b] for b in brokers) else 0
+
+
 def assert_valid(plan: Plan, brokers, racks, replication_factors=None) -> None:
     """RF distinct brokers of ``brokers`` per partition, racks spread when racks allow
     (of the partitions in ``replication_factors`` when given: the others do not move)."""
-    rack_count = len({racks[b] for b in brokers}) if all(racks[b] for b in brokers) else 0
+    spanned = racks_to_span(racks, brokers)
     assert plan.target.keys() == plan.current.keys()
     for tp, replicas in plan.target.items():
         wanted = (replication_factors or {}).get(tp, len(plan.current[tp]))
         assert len(replicas) == wanted, (tp, replicas)
         assert len(set(replicas)) == len(replicas), (tp, replicas)
         assert set(replicas) <= set(brokers), (tp, replicas, brokers)
-        if rack_count and (replication_factors is None or tp in replication_factors):
-            assert len({racks[b] for b in replicas}) == min(len(replicas), rack_count), (
+        if spanned and (replication_factors is None or tp in replication_factors):
+            assert len({racks[b] for b in replicas}) == min(len(replicas), spanned), (
                 tp,
                 replicas,
             )
@@ -98,21 +104,17 @@ def fewest_moves_to_its_counts(plan: Plan, brokers, racks) -> int:
     does a replica of each partition that must span every rack (replication factor at
     least the racks) and has none on the rack's staying brokers (racks as in
     ``assert_valid``; brokers without racks count as one rack)."""
-    racked = all(racks[b] for b in brokers)
-    rack_count = len({racks[b] for b in brokers}) if racked else 0
-    before, after = Counter(), Counter()
-    for replicas in plan.current.values():
-        before.update(replicas)
-    for replicas in plan.target.values():
-        after.update(replicas)
+    spanned = racks_to_span(racks, brokers)
+    before = Counter(b for replicas in plan.current.values() for b in replicas)
+    after = plan.replica_counts()
     fewest = 0
     for rack in {racks[b] for b in brokers}:
         on_rack = {b for b in brokers if racks[b] == rack}
-        gained = sum(max(0, after[b] - before[b]) for b in on_rack)
+        gained = sum(max(0, after.get(b, 0) - before[b]) for b in on_rack)
         lacking = sum(
             1
             for replicas in plan.current.values()
-            if rack_count and len(replicas) >= rack_count and not on_rack & set(replicas)
+            if spanned and len(replicas) >= spanned and not on_rack & set(replicas)
         )
         fewest += max(gained, lacking)
     return fewest
