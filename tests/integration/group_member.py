@@ -129,6 +129,12 @@ def run_kafka_python(args: argparse.Namespace, stop: threading.Event, out: Outpu
 
     consumer = KafkaConsumer(**python_client_settings(args))
     consumer.subscribe([args.topic])
+    # The topic's partitions known before the first JoinGroup: kafka-python 3.0.12 rejoins
+    # when a metadata update changes the partitions of a subscribed topic after the
+    # member, as the leader, assigned without them; and if that rejoin's SyncGroup answer
+    # comes after the poll() that sent it returned, the answer is never applied. The
+    # member keeps its old assignment and sends no more heartbeats until its session ends.
+    consumer.partitions_for_topic(args.topic)
     try:
         while not stop.is_set():
             polled = consumer.poll(timeout_ms=int(POLL_SECONDS * 1000))
