@@ -64,6 +64,9 @@ LOCK_WAITS = (
     "pthread_rwlock_wrlock",
     "pthread_rwlock_rdlock",
 )
+# A frame of py-spy's dump of a thread's Python stack: "    commit (kafka/consumer/group.py:678)".
+PY_FRAME = re.compile(r"^\s+(\S+) \((\S+:\d+)\)$")
+PY_SPY = Path(sys.executable).with_name("py-spy")  # a test tool, beside the interpreter
 
 # Pinned request versions (tidelog.protocol encodes and decodes them).
 FIND_COORDINATOR_V = 3
@@ -457,12 +460,13 @@ def settled(
 def member_logs_on_failure(members: list[Member]):
     """A failed wait shows each member's last group-membership lines and the end of its
     client log (its stderr) and, for a member still running, which of its threads wait
-    for a lock."""
+    for a lock and where its main thread is."""
     try:
         yield
     except AssertionError as error:
         logs = "\n".join(
             f"--- {m.name}: {threads_waiting_for_locks(m)}\n"
+            f"main thread: {main_thread_calls(m)}\n"
             f"membership:\n{m.membership_log()}\nend of log:\n{m.stderr()[-1500:]}"
             for m in members
         )
@@ -489,6 +493,24 @@ def threads_waiting_for_locks(member: Member) -> str:
             library = next((f for f in functions if f.startswith("rd_kafka")), functions[-1])
             waiting.append(f"{name.group(1) if name else header} waits in {library}")
     return "; ".join(waiting) or "running, no thread waits for a lock"
+
+
+def main_thread_calls(member: Member, depth: int = 4) -> str:
+    """The innermost calls of a running member's main thread, outside Python's threading
+    module, from py-spy (every thread's Python stack is saved beside its log): a client
+    call that never returns shows here, also when no thread waits for a lock."""
+    if not member.alive:
+        return "-"
+    if not PY_SPY.exists():
+        return "(no py-spy here to show it)"
+    command = [str(PY_SPY), "dump", "--pid", str(member.process.pid)]
+    dump = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    member.stderr_path.with_suffix(".pystacks").write_text(dump.stdout + dump.stderr)
+    threads = dump.stdout.split("\nThread ")[1:]
+    main = next((t for t in threads if t.splitlines()[0].endswith('"MainThread"')), "")
+    frames = [PY_FRAME.match(line) for line in main.splitlines()[1:]]
+    calls = [f"{f[1]} ({f[2]})" for f in frames if f and not f[2].startswith("threading.py")]
+    return " < ".join(calls[:depth]) or dump.stderr.strip() or "no Python stack"
 
 
 def all_consumed(produced: list[str], members: Iterable[Member]) -> bool:
