@@ -4,12 +4,17 @@ replica repairs by epoch (seed 004)."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 from storage.helpers import batch
 from tidelog.records import iter_decoded_batches
+from tidelog.storage import leader_epoch
 from tidelog.storage.config import LogConfig
 from tidelog.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, EpochEntry
 from tidelog.storage.log import Log
 from tidelog.storage.log_manager import LogManager
+from tidelog.storage.scheduler import Scheduler
 
 CONFIG = LogConfig(segment_bytes=600, index_interval_bytes=150)
 
@@ -98,8 +103,8 @@ def test_recovery_rebuilds_entries_from_batches_past_the_recovery_point(tmp_path
     recovery_point = log.segments[3].base_offset  # inside epoch 2's batches
     assert 12 < recovery_point < 24
     log.close()
-    # A crash before the checkpoint learnt of epochs 2 and 5 (it is written before each
-    # epoch's first append, so this is the worst case a lost file write can leave).
+    # A crash before the checkpoint learnt of epochs 2 and 5 (worse than a lost file
+    # write can leave: the log writes every epoch before its recovery point passes it).
     (tmp_path / "t-0" / LEADER_EPOCH_CHECKPOINT).write_text("0\n1\n0 0\n")
     recovered = Log.open(
         tmp_path / "t-0", CONFIG, had_clean_shutdown=False, recovery_point=recovery_point
@@ -203,3 +208,80 @@ def test_divergent_tail_is_truncated_by_epoch_and_the_logs_converge(tmp_path):
     assert values(old) == values(new)
     assert entries(old) == entries(new) == [(0, 0), (1, 6)]
     assert [EpochEntry(*e) for e in entries(old)] == list(new.leader_epochs.entries)
+
+
+def hold_checkpoint_writes(monkeypatch) -> threading.Event:
+    """From now on, checkpoint writes of leader epochs wait until the test sets the
+    returned event (a disk busy with other writes, where two fsyncs take long); its
+    ``writers`` names the thread of each write that began."""
+    release = threading.Event()
+    release.writers = []
+    write = leader_epoch.write_leader_epoch_checkpoint
+
+    def held(path, entries):
+        release.writers.append(threading.current_thread().name)
+        release.wait(10)
+        write(path, entries)
+
+    monkeypatch.setattr(leader_epoch, "write_leader_epoch_checkpoint", held)
+    return release
+
+
+def wait_until_held(release: threading.Event) -> None:
+    while not release.writers:
+        time.sleep(0.005)
+
+
+def test_appends_go_on_while_a_new_leaders_epoch_is_checkpointed(tmp_path, monkeypatch):
+    log = epoch_log(tmp_path / "t-0", epochs=(0,))
+    release = hold_checkpoint_writes(monkeypatch)
+    log.assign_epoch_start_offset(3, log.log_end_offset, write=False)  # as LeaderAndIsr
+    writer = threading.Thread(target=log.write_leader_epochs)  # its worker thread
+    writer.start()
+    wait_until_held(release)
+    appended = threading.Event()
+    threading.Thread(
+        target=lambda: (log.append_as_leader(batch(2, start=10), leader_epoch=3), appended.set()),
+        daemon=True,
+    ).start()
+    # On the event loop, an append waiting for the write would hold up every request.
+    assert appended.wait(5), "the append waited for the epoch checkpoint's fsyncs"
+    assert entries(log) == [(0, 0), (3, 2)] and log.log_end_offset == 4
+    release.set()
+    writer.join()
+    assert checkpoint(log) == "0\n2\n0 0\n3 2\n"
+
+
+def test_a_followers_new_epoch_is_checkpointed_by_the_scheduler(tmp_path, monkeypatch):
+    leader = epoch_log(tmp_path / "leader" / "t-0", epochs=(0, 4))
+    release = hold_checkpoint_writes(monkeypatch)
+    scheduler = Scheduler()
+    try:
+        follower = Log.open(tmp_path / "follower" / "t-0", CONFIG, scheduler=scheduler)
+        follower.append_as_follower(leader.read(0, 1 << 20).records.to_bytes())
+        assert entries(follower) == [(0, 0), (4, 2)]  # known at once, in memory
+        wait_until_held(release)
+        release.set()
+    finally:
+        scheduler.shutdown()
+    assert release.writers == ["tidelog-storage-scheduler"]
+    assert checkpoint(follower) == checkpoint(leader) == "0\n2\n0 0\n4 2\n"
+
+
+def test_a_flush_checkpoints_the_epochs_before_it_moves_the_recovery_point(tmp_path):
+    log = epoch_log(tmp_path / "t-0", epochs=(0,))
+    log.assign_epoch_start_offset(6, log.log_end_offset, write=False)
+    log.append_as_leader(batch(2, start=10), leader_epoch=6)
+    assert checkpoint(log) == "0\n1\n0 0\n"  # epoch 6 only in memory
+    log.flush()
+    assert log.recovery_point == 4
+    # Recovery re-reads the epochs of the batches past the recovery point only.
+    assert checkpoint(log) == "0\n2\n0 0\n6 2\n"
+
+
+def test_a_deleted_logs_deferred_epoch_checkpoint_does_nothing(tmp_path):
+    log = epoch_log(tmp_path / "t-0", epochs=(0,))
+    log.assign_epoch_start_offset(2, log.log_end_offset, write=False)
+    log.delete()
+    log.write_leader_epochs()  # an I/O error here would take the log dir offline
+    assert not (tmp_path / "t-0").exists()

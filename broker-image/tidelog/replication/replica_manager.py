@@ -199,9 +199,9 @@ class ReplicaManager:
         """Write the epoch checkpoints that become_leader_or_follower left unwritten, in
         a worker thread: two fsyncs per partition would otherwise stall the event loop
         while a broker takes the lead of many partitions (failover, controlled shutdown,
-        preferred leaders handed back). Up to :data:`EPOCH_CHECKPOINT_WRITERS` at once,
-        each under its own log's lock. The partitions whose write failed (their
-        directory is offline now)."""
+        preferred leaders handed back). Up to :data:`EPOCH_CHECKPOINT_WRITERS` at once;
+        appends to the partitions go on meanwhile (``Log.write_leader_epochs``). The
+        partitions whose write failed (their directory is offline now)."""
 
         def write(key: TopicPartition, log: Log) -> TopicPartition | None:
             try:

@@ -16,9 +16,14 @@ File format (Kafka's ``LeaderEpochCheckpointFile``), UTF-8 text, ``\\n`` line en
 
 An empty file means no entries (Kafka creates the file empty before its first write).
 Writes go to ``leader-epoch-checkpoint.tmp``, which is fsynced and renamed over the file,
-and the directory is fsynced: a crash leaves the old or the new content. The file is
-written whenever the entries change, synchronously (an epoch changes once per leader
-change, truncations are rare), so it always holds every epoch of the data appended.
+and the directory is fsynced: a crash leaves the old or the new content. Truncations
+rewrite the file at once. A new epoch may stay in memory for a while (``assign``
+without ``write``): the owning log writes it off the thread that appends, because two
+fsyncs beside a disk busy with other writes can take hundreds of milliseconds, and the
+log writes every entry it holds before its recovery point passes the entry's start
+(``write_if_changed``). So the file always holds every epoch of the data below the
+recovery point, and the epochs above it come back from their batches after an unclean
+shutdown (below).
 
 A file that cannot be parsed raises :class:`LeaderEpochCheckpointError`, a storage error:
 the log does not load, and as in Kafka its whole log directory goes offline, the broker
@@ -27,13 +32,17 @@ the segments past the recovery point come back from their batches after an uncle
 shutdown, and new leader epochs are recorded as they come.
 
 Thread safety: mutations are serialized by the owning log's lock. Readers take no lock:
-the entries are an immutable tuple, replaced whole on every change.
+the entries are an immutable tuple, replaced whole on every change. Writes of the file
+take turns under a lock of their own (never the log's, so appends go on meanwhile), each
+writing the entries current at its turn: the file never goes back to older entries than
+a finished write left.
 """
 
 from __future__ import annotations
 
 import bisect
 import logging
+import threading
 from pathlib import Path
 from typing import NamedTuple
 
@@ -106,6 +115,8 @@ class LeaderEpochCache:
         # not ascend keeps the ones that the later entries leave standing.
         for entry in read_leader_epoch_checkpoint(self.path):
             self._assign(entry)
+        self._write_lock = threading.Lock()
+        self._written = self._entries  # what the last finished write left in the file
 
     @property
     def entries(self) -> tuple[EpochEntry, ...]:
@@ -182,8 +193,17 @@ class LeaderEpochCache:
             self.write()
 
     def write(self) -> None:
-        """Checkpoint the entries as they are now (two fsyncs: the file, its directory)."""
-        write_leader_epoch_checkpoint(self.path, self._entries)
+        """Checkpoint the entries as they are when this write's turn comes (two fsyncs:
+        the file, its directory)."""
+        with self._write_lock:
+            entries = self._entries
+            write_leader_epoch_checkpoint(self.path, entries)
+            self._written = entries
+
+    def write_if_changed(self) -> None:
+        """Checkpoint the entries unless a finished write already left them in the file."""
+        if self._entries is not self._written:
+            self.write()
 
     # -- lookups -----------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ and a rising log start offset moves the cache's first entry up with it.
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import random
 import re
@@ -118,6 +119,7 @@ class Log:
         self._scheduler = scheduler
         self._lock = threading.RLock()
         self._dir_lock = threading.Lock()  # the directory's name, against rename_dir
+        self._deleted = False  # set under both locks: deferred work finds no directory
         self._on_io_error = on_io_error
         self._set_segments(list(segments))
         self._publish_end(next_offset)
@@ -305,7 +307,9 @@ class Log:
     def append_as_follower(self, records) -> AppendInfo:
         """Append batches that already carry their offsets (replication): each must be
         whole, intact (CRC) and above the previous one, the first at or above the log
-        end offset; a partial batch at the end of a fetch response is left out."""
+        end offset; a partial batch at the end of a fetch response is left out. A new
+        leader epoch among them is checkpointed by the scheduler's thread, not the
+        caller's (the replica fetchers share the event loop with every request)."""
         batches = validate_replicated_records(records)
         view = memoryview(records).cast("B")[: batches[-1].position + batches[-1].size]
         with self._lock:
@@ -314,15 +318,21 @@ class Log:
                     f"batch at offset {batches[0].base_offset} is below the log end offset "
                     f"{self._next_offset} of {self.directory.name}"
                 )
-            self._assign_batch_epochs(batches)
-            return self._append([view], batches, batches[0].base_offset, -1)
+            new_epoch = self._assign_batch_epochs(batches)
+            appended = self._append([view], batches, batches[0].base_offset, -1)
+        if new_epoch:
+            self._schedule(self.write_leader_epochs)
+        return appended
 
-    def _assign_batch_epochs(self, batches: Sequence[BatchHeader]) -> None:
-        """A follower's batches carry the epochs of the leaders that wrote them."""
-        cache = self.leader_epochs
+    def _assign_batch_epochs(self, batches: Sequence[BatchHeader]) -> bool:
+        """A follower's batches carry the epochs of the leaders that wrote them; True
+        when that changed the entries (in memory only)."""
+        assign = functools.partial(self.leader_epochs.assign, write=False)
+        changed = False
         for batch in batches:
             if batch.partition_leader_epoch >= 0:  # -1: written before epochs existed
-                cache.assign(batch.partition_leader_epoch, batch.base_offset)
+                changed |= assign(batch.partition_leader_epoch, batch.base_offset)
+        return changed
 
     def _append(
         self, pieces: Sequence, batches: Sequence[BatchHeader], first_offset: int, append_time: int
@@ -470,12 +480,14 @@ class Log:
 
     def flush(self, offset: int | None = None) -> None:
         """fsync every segment holding offsets below ``offset`` (default: everything) and
-        move the recovery point there."""
+        move the recovery point there; the leader epochs of those offsets are
+        checkpointed first (recovery re-reads only the epochs past the recovery point)."""
         with self._lock:
             target = self._next_offset if offset is None else min(offset, self._next_offset)
-            if target <= self.recovery_point:
-                return
             bases, segments = self._view
+        self.write_leader_epochs()
+        if target <= self.recovery_point:
+            return
         start = max(0, bisect.bisect_right(bases, self.recovery_point) - 1)
         for segment in segments[start:]:
             if segment.base_offset >= target:
@@ -576,10 +588,14 @@ class Log:
             return self.leader_epochs.assign(epoch, start_offset, write=write)
 
     def write_leader_epochs(self) -> None:
-        """Checkpoint the leader epochs as they are now (after assign_epoch_start_offset
-        without ``write``); appends to this log wait meanwhile, not other logs."""
-        with self._lock:
-            self.leader_epochs.write()
+        """Checkpoint the leader epochs held only in memory (after
+        assign_epoch_start_offset without ``write``, or a follower's append of a new
+        epoch); nothing once the log is deleted. It holds the directory's name, not the
+        log's lock: appends go on meanwhile, where one waiting for the lock through two
+        fsyncs would hold up the whole event loop."""
+        with self._dir_lock:
+            if not self._deleted:
+                self.leader_epochs.write_if_changed()
 
     # -- cleaner support -------------------------------------------------------------------------
 
@@ -653,7 +669,8 @@ class Log:
 
     def delete(self) -> None:
         """Remove the partition's files and directory."""
-        with self._lock:
+        with self._lock, self._dir_lock:
+            self._deleted = True
             for segment in self._segments:
                 segment.delete()
             for leftover in self.directory.iterdir():
