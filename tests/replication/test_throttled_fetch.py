@@ -200,6 +200,27 @@ def test_the_leader_leaves_out_only_throttled_out_of_sync_replicas(leader):
     asyncio.run(scenario())
 
 
+def test_a_follower_being_added_to_the_isr_is_not_throttled(leader):
+    """From the moment the leader proposes a follower for the ISR, the high watermark
+    waits for it (KIP-497's maximal ISR). Had its throttled fetches gone empty until
+    ZooKeeper had the change, every acks=all write would have waited as long."""
+
+    async def scenario():
+        leader.leader_quota = exceeded_quota(Clock())
+        leader.leader_quota.follow_topic_config(TOPIC, LEADER_THROTTLED_REPLICAS, "0:1", LEADER)
+        leader.lead(0, [LEADER])
+        leader.produce(0)
+        partition = leader.replica_manager.partitions[(TOPIC, 0)]
+        partition.propose_isr([LEADER, FOLLOWER])  # on its way to ZooKeeper
+
+        assert await fetch_as(leader, FOLLOWER, [0]) == {0: leader.log(0).size}
+
+        partition.drop_isr_proposal()  # ZooKeeper refused it: throttled again
+        assert await fetch_as(leader, FOLLOWER, [0]) == {0: 0}
+
+    asyncio.run(scenario())
+
+
 # -- the follower's fetch requests ------------------------------------------------------------
 
 

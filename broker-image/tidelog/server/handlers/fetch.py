@@ -22,9 +22,10 @@ sent are left out without touching it (``NO_NEWS``).
 Replication throttles (seed 003 修改主题限速, Kafka's ``shouldLeaderThrottle``): a
 follower's fetch of a partition that ``leader.replication.throttled.replicas`` throttles
 on this broker gets no records while the broker's leader quota is exceeded, unless that
-follower is in the ISR; the fetch still records the follower's position, and such a
-partition's bytes do not count towards ``min_bytes``. The bytes sent for throttled
-partitions, in sync or not, are recorded in the leader quota when the response goes.
+follower is in the ISR or being added to it (the high watermark waits for it from then
+on); the fetch still records the follower's position, and such a partition's bytes do
+not count towards ``min_bytes``. The bytes sent for throttled partitions, in sync or
+not, are recorded in the leader quota when the response goes.
 Consumers are never throttled here.
 """
 
@@ -105,11 +106,13 @@ def _leader_throttles(
     replicas, quota: ReplicationQuota, replica_id: int, topic: str, partition: int
 ) -> bool:
     """Whether this follower's fetch of the partition gets no records now: throttled
-    here, the follower out of the ISR, and the leader quota exceeded."""
+    here, the follower out of the maximal ISR, and the leader quota exceeded. A follower
+    being added to the ISR is in sync already: the high watermark waits for it, so its
+    fetches must not go empty until ZooKeeper has the change."""
     if not quota.is_throttled(topic, partition):
         return False
     leader = replicas.partitions.get((topic, partition))
-    in_sync = leader is not None and replica_id in leader.isr
+    in_sync = leader is not None and replica_id in leader.maximal_isr
     return not in_sync and quota.is_exceeded()
 
 
