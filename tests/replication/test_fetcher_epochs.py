@@ -68,3 +68,31 @@ def test_a_leader_behind_the_followers_epoch_is_asked_again_soon(tmp_path, leade
         await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
 
     run_with_follower(tmp_path, leader, scenario, max_wait_ms=LONG_POLL_MS, backoff_ms=BACKOFF_MS)
+
+
+IDLE_POLL_MS = 60_000  # a fetch of idle partitions alone would outlast every wait here
+
+
+def test_a_put_off_partition_does_not_wait_for_a_long_poll_of_the_others(tmp_path, leader):  # noqa: F811
+    """The leader takes epoch 2 of partition 0 before the follower hears of it (the end
+    of a reassignment): the follower's waiting fetch comes back FENCED_LEADER_EPOCH and
+    partition 0 is put off until its LeaderAndIsr. Meanwhile the fetcher asks for idle
+    partition 1 alone; had that fetch waited for data as long as
+    ``replica.fetch.wait.max.ms``, partition 0's fresh state, and every acks=all write to
+    it, would have waited with it."""
+
+    async def scenario(follower: Follower, _clock):
+        for partition in (0, 1):
+            leader.lead(partition, [LEADER, FOLLOWER], epoch=1)
+            leader.produce(partition)
+            follower.follow(partition, epoch=1)
+        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+        await eventually(lambda: follower.end_offset(1) == leader.log(1).log_end_offset)
+
+        leader.lead(0, [LEADER, FOLLOWER], epoch=2)  # answers the waiting fetch FENCED
+        await asyncio.sleep(0.3)  # a fetch of partition 1 alone is out now
+        follower.follow(0, epoch=2)
+        leader.produce(0, batches=1)
+        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+
+    run_with_follower(tmp_path, leader, scenario, max_wait_ms=IDLE_POLL_MS, backoff_ms=BACKOFF_MS)

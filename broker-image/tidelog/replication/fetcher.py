@@ -36,7 +36,11 @@ still in an older epoch than the follower's (UNKNOWN_LEADER_EPOCH: its own
 LeaderAndIsr is on the way, as when the controller is the follower and told itself
 first) is asked again after 20 ms, then at doubling intervals up to
 ``replica.fetch.backoff.ms``: waiting the whole back-off (1 s) would hold up every
-acks=all write to the partition for that long after each election.
+acks=all write to the partition for that long after each election. For the same reason,
+while any partition is put off, a fetch of the others waits at most
+:data:`PUT_OFF_POLL_MS` for data, not ``replica.fetch.wait.max.ms``: the LeaderAndIsr
+that ends the wait (a leader epoch bumped at the end of a reassignment) must not sit
+behind a long poll of idle partitions.
 """
 
 from __future__ import annotations
@@ -64,6 +68,9 @@ FETCH_VERSION = 12  # topic names, replica id in the body, current leader epoch
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 # First wait before a leader behind the follower's epoch is asked again (then doubling).
 LEADER_BEHIND_RETRY_S = 0.02
+# The longest a fetch waits for data while another partition of its fetcher is put off:
+# the LeaderAndIsr or the retry that ends the wait must not sit behind a long poll.
+PUT_OFF_POLL_MS = 50
 # The leader moved or has not heard of the new epoch yet: wait for LeaderAndIsr.
 WAIT_FOR_CONTROLLER = {
     ErrorCode.NOT_LEADER_OR_FOLLOWER,
@@ -193,6 +200,16 @@ class ReplicaFetcher:
             return None
         now = asyncio.get_running_loop().time()
         return max(0.0, min(s.delayed_until for s in self._partitions.values()) - now)
+
+    def _max_wait_ms(self) -> int:
+        """``replica.fetch.wait.max.ms``, or :data:`PUT_OFF_POLL_MS` while a partition
+        is put off: its fresh state from a LeaderAndIsr, or its retry, would otherwise
+        wait for a long poll of idle partitions to end, holding up every acks=all write
+        to it for that long."""
+        now = asyncio.get_running_loop().time()
+        if any(state.delayed_until > now for state in self._partitions.values()):
+            return min(self._config.max_wait_ms, PUT_OFF_POLL_MS)
+        return self._config.max_wait_ms
 
     async def _wait_for_change(self, timeout: float | None) -> None:
         self._changed.clear()
@@ -338,7 +355,7 @@ class ReplicaFetcher:
             FETCH_VERSION,
             {
                 "replica_id": self._config.replica_id,
-                "max_wait_ms": self._config.max_wait_ms,
+                "max_wait_ms": self._max_wait_ms(),
                 "min_bytes": self._config.min_bytes,
                 "max_bytes": self._config.response_max_bytes,
                 "isolation_level": 0,
