@@ -16,6 +16,7 @@ from replication.test_throttled_fetch import (  # noqa: F401 (leader: a fixture)
     FOLLOWER,
     LEADER,
     Follower,
+    Leader,
     eventually,
     leader,
     run_with_follower,
@@ -23,6 +24,18 @@ from replication.test_throttled_fetch import (  # noqa: F401 (leader: a fixture)
 
 BACKOFF_MS = 60_000  # far longer than any wait here: a partition put off is seen stuck
 LONG_POLL_MS = 5_000  # the follower's fetch waits at the leader while the epoch moves
+IDLE_POLL_MS = 60_000  # a fetch of idle partitions alone would outlast every wait here
+
+
+async def follow_two_partitions(leader: Leader, follower: Follower) -> None:  # noqa: F811
+    """Partitions 0 and 1, led by broker 1 in epoch 1 (one fetcher on broker 2 serves
+    both), with the follower caught up on each."""
+    for partition in (0, 1):
+        leader.lead(partition, [LEADER, FOLLOWER], epoch=1)
+        leader.produce(partition)
+        follower.follow(partition, epoch=1)
+    await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+    await eventually(lambda: follower.end_offset(1) == leader.log(1).log_end_offset)
 
 
 def test_an_answer_to_the_old_epoch_does_not_hold_up_the_new_one(tmp_path, leader):  # noqa: F811
@@ -34,12 +47,7 @@ def test_an_answer_to_the_old_epoch_does_not_hold_up_the_new_one(tmp_path, leade
     up every acks=all write for that long."""
 
     async def scenario(follower: Follower, _clock):
-        for partition in (0, 1):
-            leader.lead(partition, [LEADER, FOLLOWER], epoch=1)
-            leader.produce(partition)
-            follower.follow(partition, epoch=1)
-        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
-        await eventually(lambda: follower.end_offset(1) == leader.log(1).log_end_offset)
+        await follow_two_partitions(leader, follower)
 
         follower.follow(0, epoch=2)  # its fetch is waiting at the leader
         leader.lead(0, [LEADER, FOLLOWER], epoch=2)  # which answers it FENCED_LEADER_EPOCH
@@ -70,9 +78,6 @@ def test_a_leader_behind_the_followers_epoch_is_asked_again_soon(tmp_path, leade
     run_with_follower(tmp_path, leader, scenario, max_wait_ms=LONG_POLL_MS, backoff_ms=BACKOFF_MS)
 
 
-IDLE_POLL_MS = 60_000  # a fetch of idle partitions alone would outlast every wait here
-
-
 def test_a_put_off_partition_does_not_wait_for_a_long_poll_of_the_others(tmp_path, leader):  # noqa: F811
     """The leader takes epoch 2 of partition 0 before the follower hears of it (the end
     of a reassignment): the follower's waiting fetch comes back FENCED_LEADER_EPOCH and
@@ -82,12 +87,7 @@ def test_a_put_off_partition_does_not_wait_for_a_long_poll_of_the_others(tmp_pat
     it, would have waited with it."""
 
     async def scenario(follower: Follower, _clock):
-        for partition in (0, 1):
-            leader.lead(partition, [LEADER, FOLLOWER], epoch=1)
-            leader.produce(partition)
-            follower.follow(partition, epoch=1)
-        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
-        await eventually(lambda: follower.end_offset(1) == leader.log(1).log_end_offset)
+        await follow_two_partitions(leader, follower)
 
         leader.lead(0, [LEADER, FOLLOWER], epoch=2)  # answers the waiting fetch FENCED
         await asyncio.sleep(0.3)  # a fetch of partition 1 alone is out now
