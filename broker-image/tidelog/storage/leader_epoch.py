@@ -33,9 +33,9 @@ shutdown, and new leader epochs are recorded as they come.
 
 Thread safety: mutations are serialized by the owning log's lock. Readers take no lock:
 the entries are an immutable tuple, replaced whole on every change. Writes of the file
-take turns under a lock of their own (never the log's, so appends go on meanwhile), each
-writing the entries current at its turn: the file never goes back to older entries than
-a finished write left.
+take turns under a lock of their own, each writing the entries current at its turn: the
+file never goes back to older entries than a finished write left. The log's deferred
+writes hold that lock and not the log's, so appends go on meanwhile.
 """
 
 from __future__ import annotations
