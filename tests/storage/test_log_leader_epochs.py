@@ -15,6 +15,7 @@ from tidelog.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, EpochEntry
 from tidelog.storage.log import Log
 from tidelog.storage.log_manager import LogManager
 from tidelog.storage.scheduler import Scheduler
+from tidelog.storage.segment import LogSegment
 
 CONFIG = LogConfig(segment_bytes=600, index_interval_bytes=150)
 
@@ -285,3 +286,25 @@ def test_a_deleted_logs_deferred_epoch_checkpoint_does_nothing(tmp_path):
     log.delete()
     log.write_leader_epochs()  # an I/O error here would take the log dir offline
     assert not (tmp_path / "t-0").exists()
+
+
+def test_a_truncation_during_a_flush_keeps_the_recovery_point_where_it_was(tmp_path, monkeypatch):
+    """A follower truncates and appends a new epoch's batches again while a flush is
+    fsyncing segments: the flush must not move the recovery point over them (their
+    bytes and their epoch's entry may not be on disk)."""
+    log = epoch_log(tmp_path / "t-0", epochs=(0, 0, 0))
+    diverged = epoch_log(tmp_path / "leader" / "t-0", epochs=(0, 7, 7))
+    fsync = LogSegment.flush
+
+    def flush_while_the_follower_truncates(segment):
+        monkeypatch.setattr(LogSegment, "flush", fsync)  # once
+        log.truncate_to(2)
+        log.append_as_follower(diverged.read(2, 1 << 20).records.to_bytes())
+        fsync(segment)
+
+    monkeypatch.setattr(LogSegment, "flush", flush_while_the_follower_truncates)
+    log.flush()
+    assert log.log_end_offset == 6 and entries(log) == [(0, 0), (7, 2)]
+    assert log.recovery_point == 0
+    log.flush()
+    assert log.recovery_point == 6 and checkpoint(log) == "0\n2\n0 0\n7 2\n"

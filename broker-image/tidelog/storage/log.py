@@ -120,6 +120,7 @@ class Log:
         self._lock = threading.RLock()
         self._dir_lock = threading.Lock()  # the directory's name, against rename_dir
         self._deleted = False  # set under both locks: deferred work finds no directory
+        self._truncations = 0  # a flush moves the recovery point only if none came meanwhile
         self._on_io_error = on_io_error
         self._set_segments(list(segments))
         self._publish_end(next_offset)
@@ -485,6 +486,7 @@ class Log:
         with self._lock:
             target = self._next_offset if offset is None else min(offset, self._next_offset)
             bases, segments = self._view
+            truncations = self._truncations
         self.write_leader_epochs()
         if target <= self.recovery_point:
             return
@@ -496,7 +498,9 @@ class Log:
         with self._dir_lock:
             fsync_directory(self.directory)  # new segments' names are durable too
         with self._lock:
-            if target <= self._next_offset:  # unless a truncation came in between
+            # Unless a truncation came in between: what was appended since may be
+            # below the target, unflushed, and of an epoch not yet checkpointed.
+            if self._truncations == truncations:
                 self.recovery_point = max(self.recovery_point, target)
 
     def truncate_to(self, offset: int) -> bool:
@@ -507,6 +511,7 @@ class Log:
             if offset < self._segments[0].base_offset:
                 self.truncate_fully_and_start_at(offset)
                 return True
+            self._truncations += 1
             keep = [s for s in self._segments if s.base_offset <= offset]
             removed = self._segments[len(keep) :]
             self._set_segments(keep)
@@ -523,6 +528,7 @@ class Log:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every segment and start empty at ``offset``."""
         with self._lock:
+            self._truncations += 1
             self._retire(self._segments)
             self._set_segments([self._new_segment(offset)])
             self._publish_end(offset)
