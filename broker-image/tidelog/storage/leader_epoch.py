@@ -133,7 +133,8 @@ class LeaderEpochCache:
     def assign(self, epoch: int, start_offset: int, *, write: bool = True) -> bool:
         """Record that ``epoch`` wrote its first record at ``start_offset``; True (and the
         file rewritten) when the entries changed. Without ``write`` the change stays in
-        memory until the caller calls :meth:`write`.
+        memory until :meth:`write` or :meth:`write_if_changed` (the owning log's
+        ``write_leader_epochs``).
 
         Nothing changes when ``epoch`` is the latest epoch and starts at or before
         ``start_offset`` - the case of every append but an epoch's first, kept to two

@@ -1,5 +1,6 @@
 """A background thread for the storage engine's deferred work: flushing a segment that
-just rolled, and deleting segment files after ``file.delete.delay.ms``.
+just rolled, checkpointing a follower's new leader epoch, and deleting segment files
+after ``file.delete.delay.ms``.
 
 Deletion is deferred because a reader may still be sending from a file slice of the
 segment: closing its file descriptor at once would make that send fail, or worse, let
