@@ -201,13 +201,12 @@ class ReplicaFetcher:
         now = asyncio.get_running_loop().time()
         return max(0.0, min(s.delayed_until for s in self._partitions.values()) - now)
 
-    def _max_wait_ms(self) -> int:
+    def _max_wait_ms(self, ready: list[TopicPartition]) -> int:
         """``replica.fetch.wait.max.ms``, or :data:`PUT_OFF_POLL_MS` while a partition
-        is put off: its fresh state from a LeaderAndIsr, or its retry, would otherwise
-        wait for a long poll of idle partitions to end, holding up every acks=all write
-        to it for that long."""
-        now = asyncio.get_running_loop().time()
-        if any(state.delayed_until > now for state in self._partitions.values()):
+        is put off (not among the ``ready`` ones): its fresh state from a LeaderAndIsr,
+        or its retry, would otherwise wait for a long poll of idle partitions to end,
+        holding up every acks=all write to it for that long."""
+        if len(ready) < len(self._partitions):
             return min(self._config.max_wait_ms, PUT_OFF_POLL_MS)
         return self._config.max_wait_ms
 
@@ -355,7 +354,7 @@ class ReplicaFetcher:
             FETCH_VERSION,
             {
                 "replica_id": self._config.replica_id,
-                "max_wait_ms": self._max_wait_ms(),
+                "max_wait_ms": self._max_wait_ms(keys),
                 "min_bytes": self._config.min_bytes,
                 "max_bytes": self._config.response_max_bytes,
                 "isolation_level": 0,

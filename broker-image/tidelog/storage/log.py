@@ -15,7 +15,6 @@ and a rising log start offset moves the cache's first entry up with it.
 from __future__ import annotations
 
 import bisect
-import functools
 import logging
 import random
 import re
@@ -328,11 +327,12 @@ class Log:
     def _assign_batch_epochs(self, batches: Sequence[BatchHeader]) -> bool:
         """A follower's batches carry the epochs of the leaders that wrote them; True
         when that changed the entries (in memory only)."""
-        assign = functools.partial(self.leader_epochs.assign, write=False)
+        cache = self.leader_epochs
         changed = False
         for batch in batches:
             if batch.partition_leader_epoch >= 0:  # -1: written before epochs existed
-                changed |= assign(batch.partition_leader_epoch, batch.base_offset)
+                epoch, start = batch.partition_leader_epoch, batch.base_offset
+                changed |= cache.assign(epoch, start, write=False)
         return changed
 
     def _append(
