@@ -1,0 +1,58 @@
+"""The report's "Behind Kafka" list (``bench/compare.py``): every figure whose ratio is on
+the wrong side of 1.0, and whether the run's own samples tell the two systems apart."""
+
+from __future__ import annotations
+
+
+def row(metric: str, kafka: list, tidelog: list, ratio: float | None) -> dict:
+    return {
+        "scenario": "S2",
+        "case": "100B lz4",
+        "tool": "loadgen",
+        "metric": metric,
+        "values": {"kafka": kafka, "tidelog": tidelog},
+        "ratio": ratio,
+    }
+
+
+def test_samples_are_apart_only_when_their_ranges_do_not_meet(compare):
+    assert compare.separation([1.0, 2.0], [3.0, 4.0]) == "apart"
+    assert compare.separation([3.0, 4.0], [1.0, 2.0]) == "apart"
+    assert compare.separation([1.0, 3.0], [2.0, 4.0]) == "overlap"
+    assert compare.separation([1.0, 2.0], [2.0, 5.0]) == "overlap"
+
+
+def test_a_single_sample_cannot_tell_the_systems_apart(compare):
+    assert compare.separation([1.0], [3.0]) == "one sample each"
+    assert compare.separation([1.0, 1.1], [3.0]) == "one sample each"
+    # a session that measured nothing (S5 that never shrank) is not a sample
+    assert compare.separation([1.0, None], [3.0, 4.0]) == "one sample each"
+
+
+def test_only_figures_on_the_wrong_side_of_one_are_listed(compare):
+    summary = [
+        row("throughput", [38.6, 50.9], [47.4, 41.6], 0.99),  # higher is better: behind
+        row("records", [100.0, 110.0], [120.0, 130.0], 1.18),  # ahead
+        row("ack p99", [10.0, 12.0], [14.0, 15.0], 1.25),  # lower is better: behind
+        row("ack p50", [10.0, 12.0], [6.0, 7.0], 0.55),  # ahead
+        row("ack p50", [10.0], [], None),  # tidelog measured nothing: no ratio
+        row("achieved rate", [5.0, 5.0], [4.99, 4.99], 0.998),  # 1.00× in the table
+        row("time to complete", [17.4], [17.43], 1.002),  # 1.00× too
+    ]
+    assert compare.behind_lines(summary) == [
+        "- S2 100B lz4, loadgen, throughput: 0.99×, overlap "
+        "(Kafka 38.6–50.9, tidelog 41.6–47.4)",
+        "- S2 100B lz4, loadgen, ack p99: 1.25×, apart (Kafka 10.0–12.0, tidelog 14.0–15.0)",
+    ]
+
+
+def test_a_single_sample_row_lists_no_range(compare):
+    summary = [row("throughput", [45.9], [36.9], 0.80)]
+    assert compare.behind_lines(summary) == [
+        "- S2 100B lz4, loadgen, throughput: 0.80×, one sample each"
+    ]
+
+
+def test_a_run_with_nothing_behind_says_so(compare):
+    summary = [row("throughput", [1.0, 1.1], [2.0, 2.1], 1.9)]
+    assert compare.behind_lines(summary) == ["None: every ratio is on tidelog's side of 1.0."]
