@@ -1104,13 +1104,13 @@ def behind_lines(summary: list[dict]) -> list[str]:
     for row in summary:
         if not is_behind(row):
             continue
-        samples = row["values"]
+        kafka, tidelog = ([v for v in row["values"][s] if v is not None] for s in SYSTEMS)
         ranges = ", ".join(
             f"{name} {fmt(min(values))}–{fmt(max(values))}"
-            for name, values in (("Kafka", samples["kafka"]), ("tidelog", samples["tidelog"]))
+            for name, values in (("Kafka", kafka), ("tidelog", tidelog))
             if len(values) > 1
         )
-        verdict = separation(samples["kafka"], samples["tidelog"])
+        verdict = separation(kafka, tidelog)
         lines.append(
             f"- {row['scenario']} {row['case']}, {row['tool']}, {row['metric']}: "
             f"{row['ratio']:.2f}×, {verdict}" + (f" ({ranges})" if ranges else "")

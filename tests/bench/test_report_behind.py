@@ -53,6 +53,13 @@ def test_a_single_sample_row_lists_no_range(compare):
     ]
 
 
+def test_a_session_that_measured_nothing_is_left_out_of_the_ranges(compare):
+    summary = [row("time to clean", [5.5, 6.5], [7.5, None, 8.0], 1.29)]
+    assert compare.behind_lines(summary) == [
+        "- S2 100B lz4, loadgen, time to clean: 1.29×, apart (Kafka 5.5–6.5, tidelog 7.5–8)"
+    ]
+
+
 def test_a_run_with_nothing_behind_says_so(compare):
     summary = [row("throughput", [1.0, 1.1], [2.0, 2.1], 1.9)]
     assert compare.behind_lines(summary) == ["None: every ratio is on tidelog's side of 1.0."]
