@@ -41,9 +41,13 @@ PRODUCER_CONFIG = {
 # of the 2 cores; this is the pace the tests were written for (the earlier Python loop).
 DEFAULT_PER_SECOND = 5000
 SHUTDOWN_TIMEOUT_S = 150  # delivery.timeout.ms, and the JVM's own exit
-# What a send gets when the stopping tool closes the producer under it: the record
-# never reached a batch, let alone a broker.
-REFUSED_AT_CLOSE = "Producer closed while send in progress"
+# What a send gets when the stopping tool's shutdown hook closes the producer: during
+# the close, or once it is over (the tool's send loop can still be running then). Either
+# way the record never reached a batch, let alone a broker.
+REFUSED_AT_CLOSE = {
+    "Producer closed while send in progress",
+    "Cannot perform operation after producer has been closed",
+}
 
 
 class Ack(NamedTuple):
@@ -105,7 +109,7 @@ class ContinuousProducer:
             if name == "producer_send_success":
                 self._record_ack(event)
             elif name == "producer_send_error":
-                if self._stopping.is_set() and event["message"] == REFUSED_AT_CLOSE:
+                if self._stopping.is_set() and event["message"] in REFUSED_AT_CLOSE:
                     self._refused_at_close += 1
                 else:
                     self.failed.append(f"{event['exception']}: {event['message']}")
