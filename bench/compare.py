@@ -149,6 +149,7 @@ class Scale:
     s5_timeout_s: float
     s5_stable_s: float
     s7_megabytes: int  # per acks setting and tool
+    s7_paced_seconds: int  # of kafka-producer-perf-test at S7_PACED_RATE, per acks setting
     s8_failovers: int
     s9_repeats: int  # of the 4th member's join, per session: eager (range) assignor
     s9_cooperative_repeats: int  # the same with cooperative-sticky (each takes ~2 s)
@@ -180,6 +181,7 @@ FULL = Scale(
     s5_timeout_s=240,
     s5_stable_s=20,
     s7_megabytes=100,
+    s7_paced_seconds=10,
     s8_failovers=5,
     s9_repeats=8,
     s9_cooperative_repeats=8,
@@ -210,6 +212,7 @@ QUICK = Scale(
     s5_timeout_s=60,
     s5_stable_s=4,
     s7_megabytes=4,
+    s7_paced_seconds=2,
     s8_failovers=1,
     s9_repeats=1,
     s9_cooperative_repeats=1,
@@ -230,6 +233,10 @@ QUICK = Scale(
 S1_CASES = [(size, codec) for size in (100, 1024) for codec in ("none", "lz4")]
 S7_ACKS = ("all", "1")
 S7_PARTITIONS = 6
+# 1 KiB records/s of S7's paced run: 5 MB/s, as S3, under what either system's three
+# brokers carry at acks=all here (14-21 MB/s), so that its ack latency is the brokers'
+# and not the producer's queue, as it is at full speed.
+S7_PACED_RATE = 5_000
 S9_MEMBERS = 3  # the Stable group that a 4th member joins
 S9_PARTITIONS = 12
 S9_ASSIGNORS = ("range", "cooperative-sticky")  # librdkafka's eager default, incremental
@@ -689,14 +696,35 @@ def s12_spark(session: Session, scale: Scale) -> None:
 
 
 def s7_replicated_produce(session: Session, scale: Scale) -> None:
-    """Both tools at acks=all and acks=1 into 6-partition RF=3 topics; peak summed RSS."""
+    """Both tools at acks=all and acks=1 into 6-partition RF=3 topics, as fast as they
+    go; then kafka-producer-perf-test at :data:`S7_PACED_RATE`; peak summed RSS."""
     count = scale.s7_megabytes * loadgen.MB // 1024
     with PeakRss(session.pids) as peak:
         for acks in S7_ACKS:
             label = f"{S7_PARTITIONS}p RF={CLUSTER_SIZE} 1KiB acks={acks}"
             case = ProduceCase(f"s7-acks-{acks}", label, 1024, acks=acks, partitions=S7_PARTITIONS)
             produce_with_both_tools(session, "S7", case, count, REPLICATED_TOPIC)
+            s7_paced(session, scale, case)
     session.record("S7", "during S7", "-", f"peak RSS, sum of {CLUSTER_SIZE}", peak.peak, "MB")
+
+
+def s7_paced(session: Session, scale: Scale, case: ProduceCase) -> None:
+    """kafka-producer-perf-test at :data:`S7_PACED_RATE` for ``s7_paced_seconds``: the
+    rate it held and its ack latencies, those of the brokers' replication."""
+    topic = f"{case.name}-paced"
+    session.create_topic(topic, case.partitions, REPLICATED_TOPIC)
+    result = perf_tools.producer_perf_test(
+        session.bootstrap,
+        topic,
+        S7_PACED_RATE * scale.s7_paced_seconds,
+        case.size,
+        case.codec,
+        case.acks,
+        throughput=S7_PACED_RATE,
+    )
+    label = f"{case.label}, {S7_PACED_RATE:,} records/s"
+    session.record("S7", label, "perf-test", "achieved rate", result.mb_per_s, "MB/s")
+    record_acks(session, "S7", label, "perf-test", result)
 
 
 def leader_moved(connect: str, topic: str, partition: int, away_from: int) -> ZnodeWatch:

@@ -68,6 +68,15 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path):
         ours = [r for r in rows if r["system"] == system]
         s7 = {r["case"].rsplit(" ", 1)[-1] for r in ours if r["scenario"] == "S7" and r["value"]}
         assert {"acks=all", "acks=1"} <= s7, f"{system}: S7 measured only {s7}"
+        # and held the paced rate long enough to time acknowledgements, with both settings.
+        paced = {
+            r["case"]: r["value"]
+            for r in ours
+            if r["scenario"] == "S7" and r["metric"] == "achieved rate" and r["value"]
+        }
+        assert len(paced) == 2, f"{system}: S7 paced only {paced}"
+        paced_p50 = [r for r in ours if r["case"] in paced and r["metric"] == "ack p50"]
+        assert len(paced_p50) == 2 and all(r["value"] is not None for r in paced_p50)
         # Each failover splits where the controller wrote the new leader, after the kill
         # and before the client's first acknowledgement from that leader.
         elected = [r["value"] for r in ours if r["metric"] == "kill → new leader in ZooKeeper"]
