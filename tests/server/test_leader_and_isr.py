@@ -83,17 +83,12 @@ async def leader_and_isr(broker: Broker, states: list[PartitionLeadership]) -> N
     assert set(errors.values()) == {ErrorCode.NONE}
 
 
-async def checkpoints_hold(broker: Broker, entries: list[EpochEntry]) -> None:
-    """Wait (up to 10 s) until every partition's checkpoint file holds ``entries``."""
-    paths = [
-        broker.replica_manager.partitions[("orders", index)].log.leader_epochs.path
-        for index in PARTITIONS
-    ]
-    for _ in range(200):
-        if all(p.exists() and read_leader_epoch_checkpoint(p) == entries for p in paths):
-            return
-        await asyncio.sleep(0.05)
-    pytest.fail(f"the followers' checkpoints never held {entries}")
+async def storage_tasks_done(broker: Broker) -> None:
+    """Until the storage scheduler has run every task submitted so far: it runs them one
+    at a time, in order, so a task submitted now runs after them."""
+    done = threading.Event()
+    broker.log_manager.scheduler.submit(done.set)
+    assert await asyncio.to_thread(done.wait, 30)
 
 
 def run_with_broker(config: BrokerConfig, scenario) -> None:
@@ -135,7 +130,7 @@ def test_followers_taking_the_lead_record_their_epoch_off_the_event_loop(writes,
             broker.replica_manager.append_as_follower("orders", index, 0, records, 5, 0)
         # The follower checkpoints the epoch its batches carry on the storage scheduler's
         # thread: those writes are done before the count starts, or one falls into it.
-        await checkpoints_hold(broker, [EpochEntry(3, 0)])
+        await storage_tasks_done(broker)
         writes.threads.clear()
         await leader_and_isr(broker, leadership(leader=1, leader_epoch=4))
         assert len(writes.threads) == len(PARTITIONS)
