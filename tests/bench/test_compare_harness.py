@@ -70,7 +70,7 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path):
         assert {"acks=all", "acks=1"} <= s7, f"{system}: S7 measured only {s7}"
         # and held the paced rate long enough to time acknowledgements, with both settings.
         paced = {
-            r["case"]: r["value"]
+            r["case"]
             for r in ours
             if r["scenario"] == "S7" and r["metric"] == "achieved rate" and r["value"]
         }
