@@ -4,8 +4,8 @@ One ZooKeeper serves both systems (a chroot per session). Single-broker sessions
 alternate A B B A (Kafka, tidelog, tidelog, Kafka) so that drift of the machine (page
 cache, thermal, other load) falls on both; only one system runs at a time and nothing is
 pinned. Each runs S1 (produce), S2 (consume), S3 (end-to-end latency), S6 (RSS), S9
-(consumer-group rebalance time) and S10 (offset commits); S5 (compaction) and S12 (the
-Spark pipeline: batch read, streaming, tick to bar; ``bench/spark_job.py``) run once per
+(consumer-group rebalance time), S10 (offset commits) and S12 (the Spark pipeline: batch
+read, streaming, tick to bar; ``bench/spark_job.py``); S5 (compaction) runs once per
 system, in its first session. S4 (1,000 partitions) follows in sessions of its own, A B
 B A again: its figure is file-system work (1,000 directories, thousands of fsyncs), and
 this machine's fsync latency varies several-fold for minutes after heavy writes, so one
@@ -968,7 +968,7 @@ def run_session(
 ) -> None:
     """The chosen ``scenarios`` of S1-S6, S9, S10, S12; S2 and S6 need S1's load, so either
     brings S1 along. ``rank``: how many single-broker sessions of this system came
-    before; S5 and S12 run in the first only."""
+    before; S5 runs in the first only."""
     first = rank == 0
     print(f"== {session.system} session {session.number}", flush=True)
     with session:
@@ -983,7 +983,7 @@ def run_session(
             s3_latency(session, scale)
         if first and "S5" in scenarios:
             s5_compaction(session, scale)
-        if first and "S12" in scenarios:
+        if "S12" in scenarios:
             s12_spark(session, scale)
         if "S9" in scenarios:
             s9_rebalance(session, scale, rank)
