@@ -154,6 +154,7 @@ class Scale:
     s9_repeats: int  # of the 4th member's join, per session: eager (range) assignor
     s9_cooperative_repeats: int  # the same with cooperative-sticky (each takes ~2 s)
     s10_seconds: float  # per commit mode and session
+    s10_warmup_seconds: float  # of untimed synchronous commits first, per session
     s11_megabytes: int  # the topic S11 moves
     s11_throttle_mb: float  # the throttle of S11's second move, MB/s
     s12_ticks: int  # read by Spark's batch source and by the streaming query
@@ -186,6 +187,7 @@ FULL = Scale(
     s9_repeats=8,
     s9_cooperative_repeats=8,
     s10_seconds=2,
+    s10_warmup_seconds=20,
     s11_megabytes=300,
     s11_throttle_mb=20,
     s12_ticks=100_000,
@@ -217,6 +219,7 @@ QUICK = Scale(
     s9_repeats=1,
     s9_cooperative_repeats=1,
     s10_seconds=0.5,
+    s10_warmup_seconds=0.5,
     s11_megabytes=20,
     s11_throttle_mb=5,
     s12_ticks=20_000,
@@ -908,7 +911,8 @@ def s9_rebalance(session: Session, scale: Scale, rank: int) -> None:
 
 def s10_commits(session: Session, scale: Scale) -> None:
     """One member of a group, owning all 12 partitions of a topic, commits an offset for
-    each in a loop: synchronously, then with up to 16 commits in flight."""
+    each in a loop: synchronously, then with up to 16 commits in flight; both after
+    ``s10_warmup_seconds`` of synchronous commits untimed."""
     topic = "s10-commits"
     session.create_topic(topic, S10_PARTITIONS)
     results = groupload.run(
@@ -918,6 +922,7 @@ def s10_commits(session: Session, scale: Scale) -> None:
         partitions=S10_PARTITIONS,
         seconds=scale.s10_seconds,
         window=S10_WINDOW,
+        warmup=scale.s10_warmup_seconds,
     )
     for mode, label in (("sync", "sync"), ("async", f"async ≤{S10_WINDOW} in flight")):
         result = results[mode]
