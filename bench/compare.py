@@ -154,7 +154,7 @@ class Scale:
     s9_repeats: int  # of the 4th member's join, per session: eager (range) assignor
     s9_cooperative_repeats: int  # the same with cooperative-sticky (each takes ~2 s)
     s10_seconds: float  # per commit mode and session
-    s10_warmup_seconds: float  # of untimed synchronous commits first, per session
+    s10_warmup_seconds: float  # of untimed synchronous commits before the timed ones
     s11_megabytes: int  # the topic S11 moves
     s11_throttle_mb: float  # the throttle of S11's second move, MB/s
     s12_ticks: int  # read by Spark's batch source and by the streaming query
@@ -911,8 +911,8 @@ def s9_rebalance(session: Session, scale: Scale, rank: int) -> None:
 
 def s10_commits(session: Session, scale: Scale) -> None:
     """One member of a group, owning all 12 partitions of a topic, commits an offset for
-    each in a loop: synchronously, then with up to 16 commits in flight; both after
-    ``s10_warmup_seconds`` of synchronous commits untimed."""
+    each in a loop: synchronously (after ``s10_warmup_seconds`` of the same untimed),
+    then with up to 16 commits in flight."""
     topic = "s10-commits"
     session.create_topic(topic, S10_PARTITIONS)
     results = groupload.run(

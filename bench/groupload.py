@@ -9,11 +9,11 @@ tidelog with confluent-kafka (librdkafka) consumers.
   the delays before the newcomers subscribe are drawn from ``--seed``.
 - ``commit`` (S10): one member of a group that owns every partition of a topic commits
   an offset for each of them in a loop for ``--seconds``: synchronously (one commit
-  waits for the previous one's answer), then asynchronously (up to ``--window`` in
-  flight), each mode after half as many seconds of the same untimed. Before both come
-  ``--warmup`` seconds of synchronous commits, untimed, so that a JVM has compiled its
-  commit path: a fresh Kafka broker's rate grows about tenfold over its first 20 s of
-  commits. Commits carry the member's generation and member id, as a consumer's do.
+  waits for the previous one's answer) after ``--warmup`` seconds of the same untimed,
+  so that a JVM has compiled its commit path (a fresh Kafka broker's rate grows about
+  tenfold over its first 20 s of commits); then asynchronously (up to ``--window`` in
+  flight) after half of ``--seconds`` untimed. Commits carry the member's generation and
+  member id, as a consumer's do.
 
 Each run prints one JSON object on stdout. :func:`run` starts it as a process of its
 own, so that neither the harness's threads nor anything else share its interpreter, and
@@ -362,16 +362,19 @@ class Committer:
 def commit(
     bootstrap: str, topic: str, partitions: int, seconds: float, window: int, warmup: float
 ) -> dict:
-    """S10, synchronous then asynchronous commits by the same member, after ``warmup``
-    seconds of synchronous commits (a JVM compiles its commit path); for each mode, first
-    ``seconds / 2`` untimed, then ``seconds`` measured: commits/s counts those answered
-    while the clock ran."""
+    """S10, synchronous then asynchronous commits by the same member: each mode untimed
+    first (synchronous for ``warmup`` seconds, in which a JVM compiles its commit path;
+    asynchronous for ``seconds / 2``, which fills the window), then ``seconds`` measured:
+    commits/s counts those answered while the clock ran."""
     member = Committer(bootstrap, topic, partitions)
     member.join()
-    member.sync(warmup)
     results = {}
-    for mode, run in (("sync", member.sync), ("async", lambda s: member.pipelined(s, window))):
-        run(seconds / 2)
+    modes = (
+        ("sync", member.sync, warmup),
+        ("async", lambda s: member.pipelined(s, window), seconds / 2),
+    )
+    for mode, run, untimed in modes:
+        run(untimed)
         member.latencies.clear()
         failed, out_of_order = member.failed, member.out_of_order
         answered, elapsed = run(seconds)
