@@ -131,6 +131,9 @@ def test_followers_taking_the_lead_record_their_epoch_off_the_event_loop(writes,
         # The follower checkpoints the epoch its batches carry on the storage scheduler's
         # thread: those writes are done before the count starts, or one falls into it.
         await storage_tasks_done(broker)
+        for index in PARTITIONS:
+            log = broker.replica_manager.partitions[("orders", index)].log
+            assert read_leader_epoch_checkpoint(log.leader_epochs.path) == [EpochEntry(3, 0)]
         writes.threads.clear()
         await leader_and_isr(broker, leadership(leader=1, leader_epoch=4))
         assert len(writes.threads) == len(PARTITIONS)
