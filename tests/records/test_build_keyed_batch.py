@@ -31,3 +31,15 @@ def test_the_same_bytes_with_offset_deltas_past_one_varint_byte():
     """The coordinator appends a burst of commits as one batch of hundreds of records."""
     pairs = [(f"key-{i}".encode(), None if i % 7 == 0 else b"v" * (i % 90)) for i in range(300)]
     assert build_keyed_batch(pairs, 1) == build_batch(pairs, timestamp=1)
+
+
+def test_the_same_bytes_when_record_heads_recur():
+    """A group commits the same partitions over and over: the second batch of the same
+    keys (the same heads, other values; then a value of another size, a tombstone and
+    the keys in another order) is still build_batch's."""
+    keys = [f"group/topic/{i}".encode() for i in range(12)]
+    first = [(key, b"%024d" % i) for i, key in enumerate(keys)]
+    again = [(key, b"%024d" % (i + 100)) for i, key in enumerate(keys)]
+    changed = [*again[:5], (keys[5], b"longer value"), (keys[6], None), *again[7:]]
+    for pairs in (first, again, changed, again[::-1]):
+        assert build_keyed_batch(pairs, 7) == build_batch(pairs, timestamp=7)
