@@ -138,17 +138,17 @@ class OffsetsMixin:
         retention_ms = request.retention_ms
         expire_timestamp = now + retention_ms if retention_ms >= 0 else -1
         max_metadata_bytes = self.config.max_metadata_bytes
+        group_id = group.group_id
         values: dict[TopicPartition, OffsetValue] = {}
         records: list[tuple[bytes, bytes]] = []
-        for key, commit in request.offsets.items():
-            metadata = commit.metadata or ""
+        for key, (offset, leader_epoch, metadata) in request.offsets.items():
             if metadata and len(metadata.encode()) > max_metadata_bytes:
                 refused[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 continue
             value = values[key] = OffsetValue(
-                commit.offset, commit.leader_epoch, metadata, now, expire_timestamp
+                offset, leader_epoch, metadata or "", now, expire_timestamp
             )
-            records.append((encode_offset_key(group.group_id, *key), encode_offset_value(value)))
+            records.append((encode_offset_key(group_id, *key), encode_offset_value(value)))
         return values, records
 
     def fetch_offsets(

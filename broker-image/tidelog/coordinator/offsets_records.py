@@ -131,9 +131,11 @@ class GroupMetadataKey:
     group: str
 
 
-@dataclass
+@dataclass(slots=True)
 class OffsetValue:
-    """A committed offset (OffsetCommitValue); -1 means "none" for the epoch and times."""
+    """A committed offset (OffsetCommitValue); -1 means "none" for the epoch and times.
+    One per partition a group committed, made at every commit: slots make it smaller
+    and quicker to make."""
 
     offset: int
     leader_epoch: int = -1
