@@ -50,10 +50,10 @@ def test_stale_draining_entries_are_told_apart_and_left_out(tmp_path: Path) -> N
     assert config.without_stale_draining({"num.io.threads": "4"}) == ({"num.io.threads": "4"}, [])
 
 
-def test_the_idle_poll_window_defaults_to_200_us_and_refuses_a_negative_value(
+def test_the_idle_poll_window_defaults_to_500_us_and_refuses_a_negative_value(
     tmp_path: Path,
 ) -> None:
-    assert load(tmp_path)["socket.idle.poll.us"] == 200
+    assert load(tmp_path)["socket.idle.poll.us"] == 500
     assert load(tmp_path, "socket.idle.poll.us=0")["socket.idle.poll.us"] == 0
     with pytest.raises(ConfigError, match="socket.idle.poll.us must be at least 0"):
         load(tmp_path, "socket.idle.poll.us=-1")

@@ -143,7 +143,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = _keys(
     ConfigKey(
         "socket.idle.poll.us",
         "int",
-        200,
+        500,
         doc="How long the network loop polls for more work before it sleeps; 0: never.",
     ),
     ConfigKey("num.network.threads", "int", 3, _C),
