@@ -6,8 +6,10 @@ machine the hypervisor) must first wake that core and the loop's thread. For a c
 that waits for each answer before it asks again (a sync offset commit, a producer with
 one request in flight) that wake-up is a large part of every round trip. Measured on
 the 2-core bench machine with S10's sync commits (``bench/groupload.py commit``, tidelog
-alone, three starts each): 4,180 commits/s with a round-trip p50 of 0.23 ms when the
-broker sleeps between requests, 6,130/s and 0.157 ms when it polls 200 µs first.
+alone, alternating starts; ``bench/results/README.md``): 1,490-2,170 commits/s when the
+broker sleeps between requests, 2,520-3,200/s when it polls 200 µs first and
+2,800-3,245/s at 500 µs, the default. librdkafka takes about 0.2 ms from an answer to
+its next commit, so a 200 µs window often ran out just before the request came.
 Seastar's reactor, under the Kafka-compatible Redpanda, polls the same way before it
 sleeps (its ``--idle-poll-time-us``).
 
