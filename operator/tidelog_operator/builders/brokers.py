@@ -66,14 +66,22 @@ def operator_keys(spec: ClusterSpec, zookeeper_connect: str) -> dict[str, str]:
 
 
 def default_keys(spec: ClusterSpec) -> dict[str, str]:
-    """The keys the operator sets unless ``spec.brokers.config`` does. Beside the
-    Cluster's own ensemble, brokers start while its servers may still be electing a
-    leader: they wait for it as long as the servers wait for each other, rather than give
-    up after Kafka's default (the session timeout) and go through the kubelet's
-    crash-loop back-off (10 s, 20 s, 40 s ... before each next start)."""
-    if spec.zookeeper.external:
-        return {}
-    return {"zookeeper.connection.timeout.ms": str(zookeeper.START_TIMEOUT_S * 1000)}
+    """The keys the operator sets unless ``spec.brokers.config`` does.
+
+    - Beside the Cluster's own ensemble, brokers start while its servers may still be
+      electing a leader: they wait for it as long as the servers wait for each other,
+      rather than give up after Kafka's default (the session timeout) and go through the
+      kubelet's crash-loop back-off (10 s, 20 s, 40 s ... before each next start).
+    - Brokers with a CPU limit do not poll for work before they sleep
+      (``socket.idle.poll.us=0``): polling spends the container's CPU quota, and a
+      broker that has used up its quota stalls every client until the next period.
+    """
+    keys = {}
+    if not spec.zookeeper.external:
+        keys["zookeeper.connection.timeout.ms"] = str(zookeeper.START_TIMEOUT_S * 1000)
+    if "cpu" in (spec.brokers.resources.get("limits") or {}):
+        keys["socket.idle.poll.us"] = "0"
+    return keys
 
 
 def broker_keys(spec: ClusterSpec, zookeeper_connect: str, broker_id: int) -> dict[str, str]:
