@@ -26,15 +26,17 @@ class Purgatory:
         ``timeout`` seconds. Watches before it first yields: a change after the caller's
         last check, without an await between, is not missed.
 
-        The task awaits the future itself, under a timeout scope: the task resumes in the
-        loop's next turn after :meth:`notify`, where ``asyncio.wait`` would take two (its
-        own waiter future first), on every long-poll Fetch and acks=all answer."""
+        The caller awaits the future itself, with a timer that completes it: it resumes
+        in the loop's next turn after :meth:`notify`, where ``asyncio.wait`` would take
+        two (its own waiter future first), on every long-poll Fetch and acks=all answer.
+        No timeout scope: handlers call this in their first step, which runs outside a
+        task (:mod:`tidelog.server.network`)."""
         wake = self._watch(partitions)
+        timer = asyncio.get_running_loop().call_later(timeout, _settle, wake)
         try:
-            async with asyncio.timeout(timeout):
-                await wake
-        except TimeoutError:
-            pass  # the timeout cancelled ``wake``: its watch is forgotten
+            await wake
+        finally:
+            timer.cancel()
 
     def _watch(self, partitions: Iterable[TopicPartition]) -> asyncio.Future:
         """A future completed at the next change of any of ``partitions``."""
@@ -63,3 +65,9 @@ class Purgatory:
     @property
     def waiting(self) -> int:
         return sum(len(w) for w in self._waiters.values())
+
+
+def _settle(future: asyncio.Future) -> None:
+    """The wait of ``future`` is over (its timeout): complete it, watch forgotten."""
+    if not future.done():
+        future.set_result(None)
