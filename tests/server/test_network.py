@@ -2,10 +2,12 @@ import asyncio
 import logging
 import random
 import struct
+from asyncio.selector_events import _SelectorSocketTransport as SocketTransport
 
 import pytest
 
 from tidelog.records import build_batch
+from tidelog.replication.purgatory import Purgatory
 from tidelog.server.network import INLINE_SLICE_BYTES, MAX_BURST, CloseConnection, SocketServer
 from tidelog.storage.log import Log
 
@@ -79,11 +81,9 @@ def test_pipelined_requests_are_answered_in_order():
 
 def test_answers_to_a_pipelined_burst_leave_in_few_writes(monkeypatch):
     writes = []
-    real_write = asyncio.StreamWriter.write
+    real_write = SocketTransport.write
     monkeypatch.setattr(
-        asyncio.StreamWriter,
-        "write",
-        lambda self, data: writes.append(data) or real_write(self, data),
+        SocketTransport, "write", lambda self, data: writes.append(data) or real_write(self, data)
     )
 
     async def handler(payload, context):
@@ -190,6 +190,71 @@ def test_a_held_answer_leaves_while_a_later_request_waits():
         return fast, slow
 
     assert asyncio.run(main()) == (b"re:fast", b"re:slow")
+
+
+def test_a_handler_that_need_not_wait_is_answered_without_a_task():
+    """Its first step runs as its request arrives; one that waits goes on in a task,
+    where what needs a task (``asyncio.timeout``) works."""
+    seen = {}
+
+    async def handler(payload, context):
+        seen[payload, "first step"] = asyncio.current_task()
+        if payload == b"waits":
+            await asyncio.sleep(0.01)
+            async with asyncio.timeout(1):
+                await asyncio.sleep(0)
+            seen[payload, "after its wait"] = asyncio.current_task()
+        return [frame(b"re:" + payload)]
+
+    async def main():
+        server, port = await started(handler)
+        return await exchange(server, port, [b"quick", b"waits", b"quick again"])
+
+    assert asyncio.run(main()) == [b"re:quick", b"re:waits", b"re:quick again"]
+    assert seen[b"quick", "first step"] is None
+    assert seen[b"waits", "first step"] is None
+    assert seen[b"waits", "after its wait"] is not None
+
+
+def test_a_purgatory_wait_may_come_in_a_handlers_first_step():
+    """Long-poll Fetch and acks=all wait there before they have waited on anything."""
+    purgatory = Purgatory()
+
+    async def handler(payload, context):
+        await purgatory.wait([("t", 0)], 0.05)  # nothing notifies: its timeout ends it
+        return [frame(b"re:" + payload)]
+
+    async def main():
+        server, port = await started(handler)
+        answers = await exchange(server, port, [b"long poll"])
+        return answers, purgatory.waiting
+
+    assert asyncio.run(main()) == ([b"re:long poll"], 0)
+
+
+def test_closing_the_server_cancels_a_handler_that_waits():
+    async def main():
+        started_waiting, was_cancelled = asyncio.Event(), asyncio.Event()
+
+        async def handler(payload, context):
+            started_waiting.set()
+            try:
+                await asyncio.Event().wait()  # never set
+            except asyncio.CancelledError:
+                was_cancelled.set()
+                raise
+
+        server, port = await started(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(b"forever"))
+        await asyncio.wait_for(started_waiting.wait(), 5)
+        await server.close()
+        await asyncio.wait_for(was_cancelled.wait(), 5)
+        closed = await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        return closed
+
+    assert asyncio.run(main()) == b""
 
 
 def test_answers_before_a_request_that_closes_the_connection_are_sent(caplog):
@@ -341,7 +406,7 @@ def serve_slices(slices, monkeypatch) -> tuple[bytes, list[bytes], list[int]]:
     """The body a client reads when a handler answers a length prefix and ``slices``;
     the server's writes and the sizes it sent with sendfile."""
     writes, sent_by_sendfile = [], []
-    real_write, real_sendfile = asyncio.StreamWriter.write, asyncio.BaseEventLoop.sendfile
+    real_write, real_sendfile = SocketTransport.write, asyncio.BaseEventLoop.sendfile
 
     def write(self, data):
         writes.append(bytes(data))
@@ -351,7 +416,7 @@ def serve_slices(slices, monkeypatch) -> tuple[bytes, list[bytes], list[int]]:
         sent_by_sendfile.append(count)
         return await real_sendfile(self, transport, file, offset, count, **kwargs)
 
-    monkeypatch.setattr(asyncio.StreamWriter, "write", write)
+    monkeypatch.setattr(SocketTransport, "write", write)
     monkeypatch.setattr(asyncio.BaseEventLoop, "sendfile", sendfile)
     size = sum(s.size for s in slices)
 
