@@ -5,22 +5,22 @@ alternate A B B A (Kafka, tidelog, tidelog, Kafka) so that drift of the machine 
 cache, thermal, other load) falls on both; only one system runs at a time and nothing is
 pinned. Each runs S1 (produce), S2 (consume), S3 (end-to-end latency), S6 (RSS), S9
 (consumer-group rebalance time), S10 (offset commits) and S12 (the Spark pipeline: batch
-read, streaming, tick to bar; ``bench/spark_job.py``); S5 (compaction) runs once per
-system, in its first session. S4 (1,000 partitions) follows in sessions of its own, A B
-B A again: its figure is file-system work (1,000 directories, thousands of fsyncs), and
-this machine's fsync latency varies several-fold for minutes after heavy writes, so one
-sample per system taken at different points of the run says more about the disk's state
-than about the broker. Then come the cluster sessions, alternating the same way: three
-brokers of one system run S7 (replicated produce: 6 partitions, RF=3, acks=all and
-acks=1) and S8 (failover time after a kill -9 of a partition leader, seen by
-confluent-kafka and by Kafka's Java producer). Then four brokers of each system run S11
-(partition reassignment under load, with and without a throttle;
-``bench/reassignment.py``), and last three brokers of each system run S13 (a broker of
-1,000 partitions restarted after a clean stop and after a kill -9; ``bench/restart.py``)
-and S14 (followers and a consumer of a 1,000-partition topic, where fetch sessions
-count; ``bench/wide_fetch.py``). The same load generators run unchanged against both:
-Kafka's ``kafka-producer-perf-test`` and ours (``bench/loadgen.py`` and, for the groups,
-``bench/groupload.py``; confluent-kafka).
+read, streaming, tick to bar and Spark's time per micro-batch; ``bench/spark_job.py``);
+S5 (compaction) runs once per system, in its first session. S4 (1,000 partitions)
+follows in sessions of its own, A B B A again: its figure is file-system work (1,000
+directories, thousands of fsyncs), and this machine's fsync latency varies several-fold
+for minutes after heavy writes, so one sample per system taken at different points of
+the run says more about the disk's state than about the broker. Then come the cluster
+sessions, alternating the same way: three brokers of one system run S7 (replicated
+produce: 6 partitions, RF=3, acks=all and acks=1) and S8 (failover time after a kill -9
+of a partition leader, seen by confluent-kafka and by Kafka's Java producer). Then four
+brokers of each system run S11 (partition reassignment under load, with and without a
+throttle; ``bench/reassignment.py``), and last three brokers of each system run S13 (a
+broker of 1,000 partitions restarted after a clean stop and after a kill -9;
+``bench/restart.py``) and S14 (followers and a consumer of a 1,000-partition topic,
+where fetch sessions count; ``bench/wide_fetch.py``). The same load generators run
+unchanged against both: Kafka's ``kafka-producer-perf-test`` and ours
+(``bench/loadgen.py`` and, for the groups, ``bench/groupload.py``; confluent-kafka).
 
 Writes ``bench/results/<UTC date>-<short commit>.md`` and PNG plots next to it.
 Usage: ``python bench/compare.py [--quick] [--sessions N] [--cluster-sessions N]
@@ -696,6 +696,15 @@ def s12_spark(session: Session, scale: Scale) -> None:
             bars=result["bars"],
             samples=result["tick_to_bar_ms"],
         )
+    session.record(
+        "S12",
+        latency_case,
+        "spark",
+        "micro-batch p50",
+        statistics.median(result["micro_batch_ms"]),
+        "ms",
+        samples=result["micro_batch_ms"],
+    )
 
 
 def s7_replicated_produce(session: Session, scale: Scale) -> None:

@@ -141,6 +141,7 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path):
         }
         assert s12["records read (batch)"] > 0 and s12["records streamed"] > 0, s12
         assert s12["tick to bar p50"] > 0, s12
+        assert s12["micro-batch p50"] > 0, s12
 
     report = raw.with_name(raw.name.removesuffix("-raw.json") + ".md").read_text()
     # Every session (single, S4's, cluster, ...) has a number of its own: the number names
