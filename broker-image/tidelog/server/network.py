@@ -288,9 +288,7 @@ class _Connection(asyncio.Protocol):
                 frames = self._next_request()
                 if frames is None:
                     break
-                parts = self._handle(frames)
-                if parts is not _WAITING and parts:
-                    self._answer(parts)
+                self._handle(frames)
         except (Exception, asyncio.CancelledError) as error:
             self._fail(error)
             return
@@ -299,9 +297,9 @@ class _Connection(asyncio.Protocol):
             self._transport.close()
         self._mind_reading()
 
-    def _handle(self, frames: list[bytes]):
-        """Run the handler's first step: its answer, or ``_WAITING`` if it waits (it goes
-        on in a task, and the answers held so far leave before it waits)."""
+    def _handle(self, frames: list[bytes]) -> None:
+        """Run the handler's first step and give its answer; a handler that waits goes
+        on in the connection's task, after the answers held so far are written."""
         if len(frames) == 1:
             coro = self._server.handler(frames[0], self.context)
         else:
@@ -311,13 +309,11 @@ class _Connection(asyncio.Protocol):
             waiting_on = coro.send(None)
         except StopIteration as done:
             self.busy, self.last_active = False, self._loop.time()
-            return done.value
-        except BaseException:
-            self.busy = False
-            raise
+            if done.value:
+                self._answer(done.value)
+            return
         self._flush()
         self._task = self._loop.create_task(self._go_on(self._rest_of(coro, waiting_on)))
-        return _WAITING
 
     async def _handle_burst(self, frames: list[bytes]) -> list[ResponsePart] | None:
         answers = await self._server.bursts.handle_burst(frames, self.context)
@@ -391,15 +387,15 @@ class _Connection(asyncio.Protocol):
     def _take_frame(self) -> bytes | None:
         """The next frame, out of the buffer; None until all of it came."""
         buffered = self._buffer
-        if len(buffered) >= 4:
-            size = int.from_bytes(buffered[:4], "big", signed=True)
-            if not 0 <= size <= self._server.max_request_bytes:
-                raise CloseConnection(
-                    f"frame of {size} bytes is outside "
-                    f"[0, socket.request.max.bytes={self._server.max_request_bytes}]"
-                )
-        size = self._waiting_frame_size()
-        if size < 0:
+        if len(buffered) < 4:
+            return None
+        size = int.from_bytes(buffered[:4], "big", signed=True)
+        if not 0 <= size <= self._server.max_request_bytes:
+            raise CloseConnection(
+                f"frame of {size} bytes is outside "
+                f"[0, socket.request.max.bytes={self._server.max_request_bytes}]"
+            )
+        if len(buffered) - 4 < size:
             return None
         with memoryview(buffered) as view:
             frame = bytes(view[4 : 4 + size])
@@ -510,9 +506,6 @@ class _Connection(asyncio.Protocol):
             self._task = None
         self._flush()
         self._transport.close()
-
-
-_WAITING = object()  # a handler's first step ended in a wait
 
 
 def _inlined(parts: Sequence[ResponsePart]) -> tuple[list[ResponsePart], bool]:
