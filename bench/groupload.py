@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from phases import spread_over_cycle
 
 # The same client settings for both brokers. A member learns that a rebalance started
 # from its next heartbeat's answer, so the heartbeat interval bounds what the clients add
@@ -203,8 +204,9 @@ def rebalance(
 ) -> dict:
     """S9 for one assignor; times in seconds. A join is mostly the wait for the old
     members' next heartbeats (bench/results/README.md); where in a heartbeat interval
-    each newcomer subscribes, and later closes, is drawn from ``seed``, so a run that
-    passes both systems the same seed gives them the same draws."""
+    each newcomer subscribes, and later closes, is spread over the interval from
+    ``seed`` (:mod:`phases`), so a run that passes both systems the same seed gives them
+    the same starts."""
     config = group_config(
         bootstrap, f"s9-{assignor}", **{"partition.assignment.strategy": assignor}
     )
@@ -222,14 +224,17 @@ def rebalance(
         if not held.quiet(SETTLE_S):
             break
     joins, leaves, extra = [], [], 0
-    phases = random.Random(seed)
+    draws = random.Random(seed)
+    interval = HEARTBEAT_INTERVAL_MS / 1000
+    subscribe_delays = spread_over_cycle(draws, repeats, interval)
+    close_delays = spread_over_cycle(draws, repeats, interval)
     for repeat in range(repeats):
         index = members + repeat
         newcomer = Member(index, config, topic, held, errors)
-        # Its bootstrap connection is up: the time counts from subscribe. Then a random
-        # part of a heartbeat interval, so that repeats do not all meet the old members'
-        # heartbeats in the same phase.
-        time.sleep(0.2 + phases.uniform(0, HEARTBEAT_INTERVAL_MS / 1000))
+        # Its bootstrap connection is up: the time counts from subscribe. Then a part of
+        # a heartbeat interval, so that the repeats meet the old members' heartbeats
+        # at phases spread over the whole interval.
+        time.sleep(0.2 + subscribe_delays[repeat])
         newcomer.start()
         everyone = [*old, index]
         done = held.wait_for(lambda everyone=everyone: held.balanced(everyone, partitions), 60)
@@ -238,7 +243,7 @@ def rebalance(
         # The same for its close: after the settle time alone (three heartbeat intervals
         # after the balanced assignment) every close met the old members' heartbeats at
         # nearly one phase, which then decided the leave's figure.
-        time.sleep(phases.uniform(0, HEARTBEAT_INTERVAL_MS / 1000))
+        time.sleep(close_delays[repeat])
         newcomer.stop.set()
         done = held.wait_for(
             lambda left=newcomer: left.closing_at > 0

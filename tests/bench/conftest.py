@@ -15,3 +15,11 @@ def compare(monkeypatch):
     import compare
 
     return compare
+
+
+@pytest.fixture
+def phases(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    import phases
+
+    return phases
