@@ -199,7 +199,7 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# tidelog side by side with Apache Kafka, one run (~40 min); BENCH_ARGS=--quick for a tiny one.
+# tidelog side by side with Apache Kafka, one run (35-50 min on 2 cores); BENCH_ARGS=--quick for a tiny one.
 bench: setup kafka-libs
 	$(BIN)/python bench/compare.py $(BENCH_ARGS)
 
