@@ -1,7 +1,8 @@
-"""The harness of ``make bench`` (``bench/compare.py``) imported as a module."""
+"""The harness of ``make bench`` (``bench/``) imported as modules."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -9,17 +10,21 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
+def _bench_module(monkeypatch, name: str):
+    monkeypatch.syspath_prepend(str(BENCH))
+    return importlib.import_module(name)
+
+
 @pytest.fixture
 def compare(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    import compare
-
-    return compare
+    return _bench_module(monkeypatch, "compare")
 
 
 @pytest.fixture
 def phases(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    import phases
+    return _bench_module(monkeypatch, "phases")
 
-    return phases
+
+@pytest.fixture
+def wide_fetch(monkeypatch):
+    return _bench_module(monkeypatch, "wide_fetch")

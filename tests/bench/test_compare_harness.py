@@ -31,7 +31,7 @@ def _kill_with_its_brokers(run: subprocess.Popen) -> tuple[str, str]:
 
 
 @pytest.mark.timeout(960)  # 450 s alone; make test runs other tests beside it
-def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path):
+def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path, wide_fetch):
     # Its own session: the brokers it starts are in its process group, and a run past the
     # limit, or an interrupted test run, kills them with it (a killed harness alone left
     # its brokers running; its ZooKeeper has a session of its own and dies with its parent).
@@ -131,7 +131,7 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path):
         assert s14[("idle", "broker CPU")]["value"] > 0, s14
         assert s14[("1000 records/s", "ack p99")]["value"] > 0, s14
         read = s14[("100 partitions RF=3", "records")]
-        assert len(read["samples"]) == 3 and min(read["samples"]) > 0, read
+        assert len(read["samples"]) == wide_fetch.S14_READS and min(read["samples"]) > 0, read
         assert read["value"] == statistics.median(read["samples"]), read
 
     # The same Spark job read every tick in batch and through the streaming query, and
