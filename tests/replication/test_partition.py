@@ -163,6 +163,27 @@ def test_a_follower_high_watermark_is_bounded_by_its_own_log(tmp_path):
     log.close()
 
 
+@pytest.mark.parametrize(("epoch", "kept"), [(1, True), (2, False)])
+def test_a_leader_re_elected_in_the_next_epoch_keeps_its_followers_log_ends(leader, epoch, kept):
+    """A reassignment bumps the epoch of a leader that stays: the log end offsets it
+    knows still hold, so the high watermark moves on the first follower fetch of the new
+    epoch. After a gap in the epochs another broker may have led, and the leader waits
+    to hear from every ISR follower again."""
+    append(leader, 5)
+    leader.record_follower_fetch(2, 5, 1100)
+    leader.record_follower_fetch(3, 3, 1100)
+    assert leader.maybe_advance_high_watermark() and leader.high_watermark == 3
+    leader.become(
+        leader=1, leader_epoch=epoch, replicas=[1, 2, 3, 4], isr=[1, 2, 3], zk_version=1,
+        controller_epoch=1, now_ms=1200,
+    )  # fmt: skip
+    assert leader.followers[4].log_end_offset == -1  # being added: heard of from now on
+    assert leader.followers[2].last_caught_up_ms == 1200
+    leader.record_follower_fetch(3, 5, 1300)
+    assert leader.maybe_advance_high_watermark() is kept
+    assert leader.high_watermark == (5 if kept else 3)
+
+
 def _idle_at_end(leader: Partition) -> None:
     """Follower 2 has fetched everything (5 records) and asks again from the end."""
     append(leader, 5)

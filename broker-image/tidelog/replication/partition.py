@@ -41,6 +41,19 @@ class FollowerState:
     last_fetch_ms: int = 0
 
 
+def _reset_follower(
+    known: FollowerState | None, in_sync: bool, leader_end: int, now_ms: int
+) -> FollowerState:
+    """A follower's state as a leader's epoch starts: caught up now if in the ISR, else
+    never; a follower ``known`` from the previous epoch keeps its log end offset and
+    counts its last fetch as made now, at the leader's log end (so a next fetch from
+    there or beyond finds it caught up, as Kafka's ``resetReplicaState``)."""
+    caught_up = now_ms if in_sync else 0
+    if known is None:
+        return FollowerState(last_caught_up_ms=caught_up)
+    return FollowerState(known.log_end_offset, caught_up, leader_end, caught_up)
+
+
 @dataclass
 class Partition:
     topic: str
@@ -73,8 +86,15 @@ class Partition:
         controller_epoch: int,
         now_ms: int,
     ) -> None:
-        """Take the role the controller gave. A new leader counts its ISR followers as
-        caught up now and learns their log end offsets from their next fetches."""
+        """Take the role the controller gave. A leader counts its ISR followers as caught
+        up now. A new leader learns their log end offsets from their next fetches; a
+        leader re-elected in the very next epoch (a reassignment's start and end bump it)
+        keeps the log end offsets it knows, as Kafka's ``Replica.resetReplicaState``
+        does for a leader that is not new, so that the high watermark, and every acks=all
+        write, need not wait for each follower to fetch again in the new epoch. Only the
+        next epoch: after a gap, another broker may have led in between, and a follower
+        may since hold less than it reported here."""
+        known = self.followers if self.is_leader and leader_epoch == self.leader_epoch + 1 else {}
         self.leader, self.leader_epoch = leader, leader_epoch
         self.replicas, self.isr, self.zk_version = list(replicas), list(isr), zk_version
         self.controller_epoch = controller_epoch
@@ -85,8 +105,9 @@ class Partition:
             self.leader_epoch_start_offset = self.log.log_end_offset
             for replica in replicas:
                 if replica != self.broker_id:
-                    caught_up = now_ms if replica in isr else 0
-                    self.followers[replica] = FollowerState(last_caught_up_ms=caught_up)
+                    self.followers[replica] = _reset_follower(
+                        known.get(replica), replica in isr, self.log.log_end_offset, now_ms
+                    )
         self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
 
     def resign(self) -> None:
