@@ -21,6 +21,7 @@ from replication.test_throttled_fetch import (  # noqa: F401 (leader: a fixture)
     leader,
     run_with_follower,
 )
+from tidelog.replication import fetcher
 
 BACKOFF_MS = 60_000  # far longer than any wait here: a partition put off is seen stuck
 LONG_POLL_MS = 5_000  # the follower's fetch waits at the leader while the epoch moves
@@ -91,6 +92,32 @@ def test_a_put_off_partition_does_not_wait_for_a_long_poll_of_the_others(tmp_pat
 
         leader.lead(0, [LEADER, FOLLOWER], epoch=2)  # answers the waiting fetch FENCED
         await asyncio.sleep(0.3)  # a fetch of partition 1 alone is out now
+        follower.follow(0, epoch=2)
+        leader.produce(0, batches=1)
+        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+
+    run_with_follower(tmp_path, leader, scenario, max_wait_ms=IDLE_POLL_MS, backoff_ms=BACKOFF_MS)
+
+
+def test_a_fenced_follower_waits_for_its_leader_and_isr_not_for_a_poll_of_the_others(
+    tmp_path,
+    leader,  # noqa: F811
+    monkeypatch,
+):
+    """As above, the leader takes epoch 2 of partition 0 first, as the controller tells
+    it at the start and at the end of every reassignment: the follower's fetch comes
+    back FENCED_LEADER_EPOCH while its own LeaderAndIsr is on the way. The fetcher waits
+    for that LeaderAndIsr before it asks for idle partition 1 again: here a fetch of
+    partition 1 alone would wait at the leader longer than the test (the bound on such
+    polls, ``PUT_OFF_POLL_MS``, is set to a minute), so a fetcher that sent one first
+    would leave partition 0, and every acks=all write to it, waiting that long."""
+    monkeypatch.setattr(fetcher, "PUT_OFF_POLL_MS", IDLE_POLL_MS)
+
+    async def scenario(follower: Follower, _clock):
+        await follow_two_partitions(leader, follower)
+
+        leader.lead(0, [LEADER, FOLLOWER], epoch=2)  # answers the waiting fetch FENCED
+        await asyncio.sleep(0.3)  # the answer is in; the LeaderAndIsr comes after it
         follower.follow(0, epoch=2)
         leader.produce(0, batches=1)
         await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)

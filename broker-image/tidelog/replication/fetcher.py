@@ -37,10 +37,15 @@ LeaderAndIsr is on the way, as when the controller is the follower and told itse
 first) is asked again after 20 ms, then at doubling intervals up to
 ``replica.fetch.backoff.ms``: waiting the whole back-off (1 s) would hold up every
 acks=all write to the partition for that long after each election. For the same reason,
-while any partition is put off, a fetch of the others waits at most
-:data:`PUT_OFF_POLL_MS` for data, not ``replica.fetch.wait.max.ms``: the LeaderAndIsr
-that ends the wait (a leader epoch bumped at the end of a reassignment) must not sit
-behind a long poll of idle partitions.
+the LeaderAndIsr that ends a wait (a leader epoch bumped at the start and at the end of
+a reassignment) must not sit behind a long poll of idle partitions:
+
+- an answer that this follower is behind (FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER:
+  the controller told the leader first, and its LeaderAndIsr to this broker is on the
+  way) makes the fetcher wait for that LeaderAndIsr, at most :data:`PUT_OFF_POLL_MS`,
+  before it fetches the other partitions again;
+- while any partition is put off, a fetch of the others waits at most
+  :data:`PUT_OFF_POLL_MS` for data, not ``replica.fetch.wait.max.ms``.
 """
 
 from __future__ import annotations
@@ -68,9 +73,13 @@ FETCH_VERSION = 12  # topic names, replica id in the body, current leader epoch
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 # First wait before a leader behind the follower's epoch is asked again (then doubling).
 LEADER_BEHIND_RETRY_S = 0.02
-# The longest a fetch waits for data while another partition of its fetcher is put off:
+# The longest a fetch waits for data while another partition of its fetcher is put off,
+# and the longest the fetcher waits for the LeaderAndIsr of a follower found behind:
 # the LeaderAndIsr or the retry that ends the wait must not sit behind a long poll.
 PUT_OFF_POLL_MS = 50
+# The leader is in a newer epoch than this follower or leads no more: the controller
+# told it first, and the LeaderAndIsr to this broker is on its way.
+FOLLOWER_BEHIND = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH}
 # The leader moved or has not heard of the new epoch yet: wait for LeaderAndIsr.
 WAIT_FOR_CONTROLLER = {
     ErrorCode.NOT_LEADER_OR_FOLLOWER,
@@ -162,7 +171,8 @@ class ReplicaFetcher:
             self._task = asyncio.create_task(self._run(), name=f"replica-fetcher-{self.leader}")
 
     def remove(self, topic: str, partition: int) -> None:
-        self._partitions.pop((topic, partition), None)
+        if self._partitions.pop((topic, partition), None) is not None:
+            self._changed.set()
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -371,11 +381,15 @@ class ReplicaFetcher:
                     if self._partitions.get(key) is sent_under[key]:
                         self._delay(key)
             return
+        behind = False
         for topic in response.responses:
             for data in topic.partitions:
                 key = (topic.topic, data.partition_index)
                 if key in offsets and self._partitions.get(key) is sent_under[key]:
                     self._apply(key, offsets[key], data)
+                    behind |= data.error_code in FOLLOWER_BEHIND
+        if behind:  # the states are the ones sent under: no LeaderAndIsr came meanwhile
+            await self._wait_for_change(PUT_OFF_POLL_MS / 1000)
 
     def _apply(self, key: TopicPartition, fetch_offset: int, data) -> None:
         code = data.error_code
