@@ -123,3 +123,27 @@ def test_a_fenced_follower_waits_for_its_leader_and_isr_not_for_a_poll_of_the_ot
         await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
 
     run_with_follower(tmp_path, leader, scenario, max_wait_ms=IDLE_POLL_MS, backoff_ms=BACKOFF_MS)
+
+
+def test_a_follower_in_a_long_poll_takes_up_a_new_partition_of_its_leader(tmp_path, leader):  # noqa: F811
+    """Broker 1 takes the lead of partition 0 (a leader moved to it) while the follower's
+    fetcher for broker 1 waits there in a long poll of idle partition 1, a poll that
+    would outlast the test. Its LeaderAndIsr comes after the leader's: the follower owes
+    the new epoch its first fetch of partition 0, so its waiting fetch comes back and
+    its next ones wait only briefly until it makes it; otherwise partition 0, and every
+    acks=all write to it, would wait for the poll to end."""
+
+    async def scenario(follower: Follower, _clock):
+        leader.lead(1, [LEADER, FOLLOWER], epoch=1)
+        leader.produce(1)
+        follower.follow(1, epoch=1)
+        await eventually(lambda: follower.end_offset(1) == leader.log(1).log_end_offset)
+        await asyncio.sleep(0.3)  # its fetch of partition 1 waits at the leader now
+
+        leader.lead(0, [LEADER, FOLLOWER], epoch=1)
+        leader.produce(0)
+        await asyncio.sleep(0.3)  # the follower's LeaderAndIsr comes after the leader's
+        follower.follow(0, epoch=1)
+        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+
+    run_with_follower(tmp_path, leader, scenario, max_wait_ms=IDLE_POLL_MS, backoff_ms=BACKOFF_MS)

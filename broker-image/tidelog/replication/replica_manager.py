@@ -8,7 +8,8 @@ Leaders serve producers, consumers (below the high watermark) and their follower
 fetches (up to the log end offset), which move the high watermark and the ISR. Followers
 copy from their leaders through replica fetchers (``fetcher.py``). Two purgatories hold
 waiting requests: ``purgatory`` wakes on high-watermark moves (consumer fetches, acks=all
-produces), ``appended`` on appends (followers' long-polled fetches).
+produces), ``appended`` on appends (followers' long-polled fetches) and on a first fetch
+a new leader epoch awaits from a follower (:mod:`.first_fetches`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from dataclasses import dataclass
 from tidelog.protocol.errors import ErrorCode
 from tidelog.records.errors import RecordsError
 from tidelog.replication.fetcher import FetcherConfig, ReplicaFetcher, fetcher_id
-from tidelog.replication.partition import NO_LEADER, Partition
+from tidelog.replication.first_fetches import FirstFetches, wake_key
+from tidelog.replication.partition import NO_LEADER, UNKNOWN_OFFSET, Partition
 from tidelog.replication.purgatory import Purgatory
 from tidelog.replication.quota import ReplicationQuota
 from tidelog.storage.errors import (
@@ -97,6 +99,7 @@ class ReplicaManager:
         self.topic_ids: dict[str, uuid.UUID] = {}
         self.purgatory = Purgatory()
         self.appended = Purgatory()
+        self.first_fetches = FirstFetches()
         self._fetcher_config = fetcher_config
         self._num_fetchers = num_fetchers
         self._endpoint_of = endpoint_of
@@ -174,6 +177,7 @@ class ReplicaManager:
             if started and not write:
                 unwritten_epochs[key] = log
             partition.maybe_advance_high_watermark()
+            self._await_first_fetches(partition)
         elif leader >= 0 and self._fetcher_config is not None:
             in_sync = self.broker_id in isr
             self._fetcher_for(leader, key).add(topic, index, leader_epoch, in_sync)
@@ -181,6 +185,15 @@ class ReplicaManager:
         self.purgatory.notify(key)
         self.appended.notify(key)
         return ErrorCode.NONE
+
+    def _await_first_fetches(self, partition: Partition) -> None:
+        """The followers not heard from in this epoch owe it a first fetch: their
+        fetches wait here briefly until they make it, and a fetch of theirs waiting now
+        comes back (:mod:`.first_fetches`)."""
+        unknown = [r for r, f in partition.followers.items() if f.log_end_offset == UNKNOWN_OFFSET]
+        self.first_fetches.expect((partition.topic, partition.index), unknown)
+        for replica in unknown:
+            self.appended.notify(wake_key(replica))
 
     def start_leader_epoch(self, log: Log, leader_epoch: int, *, write: bool = True) -> bool:
         """As Kafka's makeLeader: a new leader's epoch starts at the log end before any
@@ -422,6 +435,7 @@ class ReplicaManager:
         end = partition.log.log_end_offset
         if offset <= end:
             partition.record_follower_fetch(replica, offset, self.clock_ms())
+            self.first_fetches.fetched(replica, (topic, index))
             self._maybe_expand_isr(partition, replica)
             if partition.maybe_advance_high_watermark():
                 self.purgatory.notify((topic, index))

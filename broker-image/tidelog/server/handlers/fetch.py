@@ -27,6 +27,11 @@ on); the fetch still records the follower's position, and such a partition's byt
 not count towards ``min_bytes``. The bytes sent for throttled partitions, in sync or
 not, are recorded in the leader quota when the response goes.
 Consumers are never throttled here.
+
+A follower that owes a new leader epoch its first fetch of a partition
+(:mod:`tidelog.replication.first_fetches`) waits here at most ``OWED_POLL_S``, and its
+waiting fetch comes back when a LeaderAndIsr makes it owe one: it is to come back with
+that partition in its next fetch.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import time
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
 from tidelog.records.legacy import down_convert
+from tidelog.replication.first_fetches import OWED_POLL_S, wake_key
 from tidelog.replication.quota import ReplicationQuota
 from tidelog.server.fetch_sessions import (
     Answer,
@@ -243,12 +249,16 @@ async def handle_fetch(broker, header, request, context):
     purgatory = replicas.purgatory if replica_id < 0 else replicas.appended
     wanted = session.partitions
     max_bytes = request.max_bytes if version >= 3 else 2**31 - 1
-    deadline = time.monotonic() + request.max_wait_ms / 1000
+    started = time.monotonic()
+    deadline = started + request.max_wait_ms / 1000
     watched = [(p.topic, p.partition) for p in wanted if p.topic]
+    waking = [*watched, wake_key(replica_id)] if replica_id >= 0 else watched
     while True:
         answers, gathered, failed, throttled_bytes = _read_all(
             broker, wanted, max_bytes, replica_id, version
         )
+        if replica_id >= 0 and replicas.first_fetches.owes(replica_id):
+            deadline = min(deadline, started + OWED_POLL_S)
         left = deadline - time.monotonic()
         if gathered >= request.min_bytes or failed or left <= 0 or not watched:
             if throttled_bytes:
@@ -262,4 +272,4 @@ async def handle_fetch(broker, header, request, context):
                 node_endpoints=hints.node_endpoints(),
             )
         # Watched only now: nothing ran since the read (no await), so nothing was missed.
-        await purgatory.wait(watched, left)
+        await purgatory.wait(waking, left)
