@@ -136,11 +136,16 @@ def test_removing_a_broker_from_every_partition_while_producing(tmp_path, zk_chr
 
 def test_reassignment_survives_a_controller_kill_and_a_receiver_restart(tmp_path, zk_chroot):
     topic = "resilient"
-    with Cluster(tmp_path, zk_chroot, size=4, overrides=SLOW_COPY) as cluster:
+    # Throttled, so that the copy is still running when it is first looked at, however
+    # large the filler's batches (a follower fetch takes at least one whole batch): 2 MiB
+    # at 300 kB/s, about 7 s.
+    with Cluster(tmp_path, zk_chroot, size=4, overrides=THROTTLED_COPY) as cluster:
         cluster.create_topic(
-            topic, assignment={0: [2, 3], 1: [3, 2]}, configs={"min.insync.replicas": "1"}
+            topic,
+            assignment={0: [2, 3], 1: [3, 2]},
+            configs={"min.insync.replicas": "1"} | THROTTLED,
         )
-        fill(cluster.bootstrap, topic, 0, megabytes=6)
+        fill(cluster.bootstrap, topic, 0, megabytes=2)
         with ContinuousProducer(cluster.bootstrap, topic, 2) as producer:
             producer.wait_for_more(200, "records acknowledged before the move")
             controller = wait_until(cluster.controller_id, "a controller")
