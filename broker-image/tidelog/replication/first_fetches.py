@@ -6,7 +6,7 @@ watermark, and every acks=all write, waits for those in the ISR. A follower's Le
 reaches it about when the leader's reaches the leader, but its fetcher for this broker
 may already be waiting here in a long poll of its other, idle partitions, begun before:
 that poll would end only after ``replica.fetch.wait.max.ms`` (500 ms), and only then
-would the follower ask for the new partition (S11 traced 240-375 ms at the end of an
+would the follower ask for the new partition (S11 traced 119-375 ms at the end of its
 unthrottled move, where the leader moved).
 
 So while a follower owes such a first fetch, the leader wakes its waiting fetch and lets
@@ -18,7 +18,7 @@ failed, costs short polls for that long, never a busy loop).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 __all__ = ["OWED_FOR_S", "OWED_POLL_S", "FirstFetches", "wake_key"]
 
@@ -38,7 +38,7 @@ class FirstFetches:
     """Per follower, the partitions whose first fetch in this broker's current leader
     epoch it owes, each with the monotonic time after which it is no longer awaited."""
 
-    def __init__(self, clock=time.monotonic):
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
         self._owed: dict[int, dict[TopicPartition, float]] = {}
         self._clock = clock
 
