@@ -252,7 +252,9 @@ async def handle_fetch(broker, header, request, context):
     started = time.monotonic()
     deadline = started + request.max_wait_ms / 1000
     watched = [(p.topic, p.partition) for p in wanted if p.topic]
-    waking = [*watched, wake_key(replica_id)] if replica_id >= 0 else watched
+    nothing_to_wait_for = not watched
+    if replica_id >= 0:  # a follower's fetch also wakes for a first fetch it comes to owe
+        watched.append(wake_key(replica_id))
     while True:
         answers, gathered, failed, throttled_bytes = _read_all(
             broker, wanted, max_bytes, replica_id, version
@@ -260,7 +262,7 @@ async def handle_fetch(broker, header, request, context):
         if replica_id >= 0 and replicas.first_fetches.owes(replica_id):
             deadline = min(deadline, started + OWED_POLL_S)
         left = deadline - time.monotonic()
-        if gathered >= request.min_bytes or failed or left <= 0 or not watched:
+        if gathered >= request.min_bytes or failed or left <= 0 or nothing_to_wait_for:
             if throttled_bytes:
                 broker.leader_quota.record(throttled_bytes)
             session_id, pairs = session.respond(answers)
@@ -272,4 +274,4 @@ async def handle_fetch(broker, header, request, context):
                 node_endpoints=hints.node_endpoints(),
             )
         # Watched only now: nothing ran since the read (no await), so nothing was missed.
-        await purgatory.wait(waking, left)
+        await purgatory.wait(watched, left)
