@@ -19,16 +19,17 @@ from tidelog.protocol.errors import ErrorCode
 
 pytestmark = pytest.mark.timeout(300)
 
-# Followers copy in small fetches, so that a copy of a few MiB lasts long enough to
-# interrupt; a short lag time lets a stopped follower leave the ISR quickly.
-SLOW_COPY = {
+# A copy that a test interrupts must still be running when it does, however fast the
+# machine: small fetch sizes alone do not make it slow (a follower fetch takes at least
+# one whole batch, and a filler's batches reach 1 MB), a follower throttle of 300 kB/s
+# does (2 MiB: about 7 s, 6 MiB: about 20 s). A short lag time lets a stopped follower
+# leave the ISR quickly.
+THROTTLED_COPY = {
     "replica.fetch.max.bytes": "4096",
     "replica.fetch.response.max.bytes": "4096",
     "replica.lag.time.max.ms": "4000",
+    "follower.replication.throttled.rate": "300000",
 }
-# A copy to cancel must still be running when the cancellation comes, however fast the
-# machine: a follower throttle of 300 kB/s makes one of 6 MiB last about 20 s.
-THROTTLED_COPY = SLOW_COPY | {"follower.replication.throttled.rate": "300000"}
 THROTTLED = {"follower.replication.throttled.replicas": "*"}
 
 
@@ -136,9 +137,7 @@ def test_removing_a_broker_from_every_partition_while_producing(tmp_path, zk_chr
 
 def test_reassignment_survives_a_controller_kill_and_a_receiver_restart(tmp_path, zk_chroot):
     topic = "resilient"
-    # Throttled, so that the copy is still running when it is first looked at, however
-    # large the filler's batches (a follower fetch takes at least one whole batch): 2 MiB
-    # at 300 kB/s, about 7 s.
+    # The copy must still be running when it is first looked at (THROTTLED_COPY).
     with Cluster(tmp_path, zk_chroot, size=4, overrides=THROTTLED_COPY) as cluster:
         cluster.create_topic(
             topic,
