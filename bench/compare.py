@@ -157,6 +157,7 @@ class Scale:
     s10_warmup_seconds: float  # of untimed synchronous commits before the timed ones
     s11_megabytes: int  # the topic S11 moves
     s11_throttle_mb: float  # the throttle of S11's second move, MB/s
+    s11_repeats: int  # of S11's pair of moves, per session
     s12_ticks: int  # read by Spark's batch source and by the streaming query
     s12_latency_seconds: float  # of paced ticks for the tick-to-bar latency
     s13_partitions: int
@@ -190,6 +191,7 @@ FULL = Scale(
     s10_warmup_seconds=20,
     s11_megabytes=300,
     s11_throttle_mb=20,
+    s11_repeats=3,
     s12_ticks=100_000,
     s12_latency_seconds=60,
     s13_partitions=1000,
@@ -222,6 +224,7 @@ QUICK = Scale(
     s10_warmup_seconds=0.5,
     s11_megabytes=20,
     s11_throttle_mb=5,
+    s11_repeats=1,
     s12_ticks=20_000,
     s12_latency_seconds=15,
     s13_partitions=40,
@@ -1298,7 +1301,7 @@ def write_report(
         "leader: before it the cluster's share (tool `-`, kill → new leader in ZooKeeper), "
         "after it the client's (it finds the new leader by a metadata refresh; see "
         "README.md) and the new leader's",
-        reassignment.settings_line(scale.s11_throttle_mb),
+        reassignment.settings_line(scale.s11_throttle_mb, scale.s11_repeats),
         restart.settings_line(scale.s13_partitions, scale.s13_megabytes),
         wide_fetch.settings_line(scale.s14_partitions, scale.s14_seconds, scale.s14_megabytes),
         "",
@@ -1382,7 +1385,7 @@ def run_sessions(
             zookeeper,
             ("reassignment", reassignment.S11_BROKERS),
             lambda session: reassignment.s11_reassignment(
-                session, scale.s11_megabytes, scale.s11_throttle_mb
+                session, scale.s11_megabytes, scale.s11_throttle_mb, scale.s11_repeats
             ),
         )
     if scenarios & RESTART_SCENARIOS:

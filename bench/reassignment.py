@@ -14,7 +14,9 @@ through AlterPartitionReassignments (the API ``kafka-reassign-partitions.sh`` us
 For each move the producer's p99 acknowledgement latency of the records in flight during
 the move is set against the p99 of the same length of time before it. The copy rate is
 the bytes of the moved replicas (the leaders' partition sizes when the move starts) over
-the time to complete.
+the time to complete. The pair of moves runs ``repeats`` times (move 2 restores the
+assignment move 1 started from); each figure is the median over the repeats, every
+repeat in the raw JSON, as the p99 of a few hundred records is set by one stall.
 The same admin requests go to both systems, over tidelog's protocol client.
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 import loadgen
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
@@ -38,6 +41,7 @@ S11_BROKERS = 4
 S11_PARTITIONS = 6
 S11_PRODUCER_INTERVAL_S = 0.002  # a 1 KiB record every 2 ms: 500 records/s
 S11_BASELINE_S = 5.0
+S11_MOVE_TIMEOUT_S = 900
 TOPIC = "s11-moving"
 BROKER_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 TOPIC_REPLICAS = (
@@ -46,7 +50,17 @@ TOPIC_REPLICAS = (
 )
 
 
-def settings_line(throttle_mb: float) -> str:
+class Move(NamedTuple):
+    """One reassignment's figures: seconds to complete, bytes moved, and the producer's
+    p99 acknowledgement latency (ms) before it and during it."""
+
+    seconds: float
+    moved: int
+    p99_before: float
+    p99_during: float
+
+
+def settings_line(throttle_mb: float, repeats: int) -> str:
     return (
         f"- S11 (reassignment): {S11_BROKERS} brokers, a {S11_PARTITIONS}-partition RF=3 "
         "topic with a replica of every partition on broker 1 and `min.insync.replicas=2`, "
@@ -54,7 +68,8 @@ def settings_line(throttle_mb: float) -> str:
         f" ms to partition 0 throughout; move 1 takes every replica off broker 1 "
         f"unthrottled, move 2 brings them back with a {throttle_mb:g} MB/s throttle (rates "
         "and throttled replicas set as kafka-reassign-partitions.sh --throttle sets them: "
-        "the current replicas on the leader side, the added ones on the follower side)"
+        "the current replicas on the leader side, the added ones on the follower side); "
+        f"the pair of moves {repeats} times, each figure the median of the {repeats}"
     )
 
 
@@ -192,20 +207,17 @@ def _p99(acked: list[tuple[float, float]], start: float, end: float) -> float:
     return statistics.quantiles(in_flight, n=100)[98]
 
 
-def _move(
-    session, producer: loadgen.PacedProducer, targets: dict[int, list[int]], timeout: float
-) -> tuple[float, int, float, float]:
-    """One reassignment: (seconds to complete, bytes moved, p99 ack before, p99 during);
-    its time window goes to ``session.s11_moves`` for the plot."""
+def _move(session, producer: loadgen.PacedProducer, targets: dict[int, list[int]]) -> Move:
+    """One reassignment; its time window goes to ``session.s11_moves`` for the plot."""
     moved = _leader_bytes(session)
     before = time.perf_counter()
     time.sleep(S11_BASELINE_S)
     start = time.perf_counter()
     _reassign(session, targets)
-    deadline = start + timeout
+    deadline = start + S11_MOVE_TIMEOUT_S
     while _moving(session):
         if time.perf_counter() > deadline:
-            raise TimeoutError(f"S11: the reassignment did not complete in {timeout} s")
+            raise TimeoutError(f"S11: the reassignment did not complete in {S11_MOVE_TIMEOUT_S} s")
         time.sleep(0.05)
     end = time.perf_counter()
     session.s11_moves.append((start, end))
@@ -215,22 +227,26 @@ def _move(
     # acknowledged, so is every record in flight during it, the slowest included.
     producer.first_ack_after(end)
     acked = list(producer.acked)
-    return seconds, moved, _p99(acked, baseline_start, start), _p99(acked, start, end)
+    return Move(seconds, moved, _p99(acked, baseline_start, start), _p99(acked, start, end))
 
 
-def _record_move(record: Callable, case: str, seconds: float, moved: int, p99s: tuple) -> float:
-    rate = moved / seconds / loadgen.MB
-    record("S11", case, "admin", "time to complete", seconds, "s")
-    record("S11", case, "admin", "copy rate", rate, "MB/s")
-    before, during = p99s
-    record("S11", case, "loadgen", "ack p99 before", before, "ms")
-    record("S11", case, "loadgen", "ack p99 during", during, "ms")
-    record("S11", case, "loadgen", "ack p99 during / before", during / before, "×")
-    return rate
+def _record_moves(record: Callable, case: str, moves: list[Move]) -> float:
+    """Each figure's median over the repeats of one move, the repeats beside it; returns
+    the median copy rate (MB/s)."""
+    figures = {
+        ("admin", "time to complete", "s"): [m.seconds for m in moves],
+        ("admin", "copy rate", "MB/s"): [m.moved / m.seconds / loadgen.MB for m in moves],
+        ("loadgen", "ack p99 before", "ms"): [m.p99_before for m in moves],
+        ("loadgen", "ack p99 during", "ms"): [m.p99_during for m in moves],
+        ("loadgen", "ack p99 during / before", "×"): [m.p99_during / m.p99_before for m in moves],
+    }
+    for (tool, metric, unit), values in figures.items():
+        record("S11", case, tool, metric, statistics.median(values), unit, samples=values)
+    return statistics.median(figures["admin", "copy rate", "MB/s"])
 
 
-def s11_reassignment(session, megabytes: int, throttle_mb: float) -> None:
-    """The two moves above on ``session`` (four brokers)."""
+def s11_reassignment(session, megabytes: int, throttle_mb: float, repeats: int) -> None:
+    """The two moves above on ``session`` (four brokers), ``repeats`` times."""
     assignment = _assignment()
     topic = NewTopic(  # librdkafka wants the count beside an explicit assignment
         TOPIC,
@@ -249,26 +265,29 @@ def s11_reassignment(session, megabytes: int, throttle_mb: float) -> None:
     }
     throttle = int(throttle_mb * loadgen.MB)
     session.s11_moves = []
+    unthrottled: list[Move] = []
+    throttled: list[Move] = []
     with loadgen.PacedProducer(
         session.bootstrap, TOPIC, interval=S11_PRODUCER_INTERVAL_S
     ) as producer:
         producer.first_ack_after(time.perf_counter())
-        seconds, moved, *p99s = _move(session, producer, off_broker_1, timeout=900)
-        _record_move(session.record, "off broker 1, unthrottled", seconds, moved, p99s)
-        _set_throttle(session, throttle, _throttled_replicas(off_broker_1, assignment))
-        try:
-            case = f"back to broker 1, throttle {throttle_mb:g} MB/s"
-            seconds, moved, *p99s = _move(session, producer, assignment, timeout=900)
-            rate = _record_move(session.record, case, seconds, moved, p99s)
-            session.record("S11", case, "admin", "copy rate / throttle", rate / throttle_mb, "×")
-        finally:
-            _set_throttle(session, None, None)
+        for _ in range(repeats):
+            unthrottled.append(_move(session, producer, off_broker_1))
+            _set_throttle(session, throttle, _throttled_replicas(off_broker_1, assignment))
+            try:
+                throttled.append(_move(session, producer, assignment))
+            finally:
+                _set_throttle(session, None, None)
         session.s11_acks = list(producer.acked)
+    _record_moves(session.record, "off broker 1, unthrottled", unthrottled)
+    case = f"back to broker 1, throttle {throttle_mb:g} MB/s"
+    rate = _record_moves(session.record, case, throttled)
+    session.record("S11", case, "admin", "copy rate / throttle", rate / throttle_mb, "×")
 
 
 def plot_ack_latency(sessions: list, path) -> bool:
-    """The S11 producer's acknowledgement latency over time, one panel per system, the
-    two moves shaded; False when no session ran S11."""
+    """The S11 producer's acknowledgement latency over time, one panel per system, every
+    move shaded; False when no session ran S11."""
     traced = [s for s in sessions if getattr(s, "s11_acks", None)]
     if not traced:
         return False
@@ -284,14 +303,14 @@ def plot_ack_latency(sessions: list, path) -> bool:
             [(at - sent) * 1000 for sent, at in session.s11_acks],
             ",",
         )
-        for (start, end), label, colour in zip(
-            session.s11_moves,
-            ("unthrottled", "throttled"),
-            ("tab:orange", "tab:green"),
-            strict=False,
-        ):
+        for n, (start, end) in enumerate(session.s11_moves):  # unthrottled, throttled, ...
+            label, colour = (("unthrottled", "tab:orange"), ("throttled", "tab:green"))[n % 2]
             axes.axvspan(
-                start - origin, end - origin, alpha=0.25, color=colour, label=f"move, {label}"
+                start - origin,
+                end - origin,
+                alpha=0.25,
+                color=colour,
+                label=f"move, {label}" if n < 2 else None,
             )
         axes.set_yscale("log")
         axes.set_ylabel("ack latency, ms")
