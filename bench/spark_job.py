@@ -10,7 +10,7 @@
    compacted bars topic and Parquet) over the same N ticks from a new checkpoint with
    the ``availableNow`` trigger: all of them, then stop; records/s from start to stop.
 3. **Tick to bar**: the same query running (1 s trigger) while ticks arrive at 190 a
-   second with event times 50 ms apart (a minute of event time every 6.3 s). A bar can be
+   second with event times 100 ms apart (a minute of event time every 3.2 s). A bar can be
    written once a tick 10 s past its minute has arrived (the watermark); the latency is
    from producing that tick to the bar arriving in the bars topic, for every bar. With
    it, Spark's own duration of each micro-batch that read ticks (``triggerExecution``
@@ -38,13 +38,15 @@ from tidelog_spark.ticks import synthetic_clock, tick_stream
 
 WATERMARK = "10 seconds"
 WATERMARK_MS = 10_000
-# Ticks a second. At 200 a minute of event time took 6 s, a whole number of the query's
-# 1 s triggers, so every bar of a run closed at one point of the trigger's cycle, set by
-# when the query happened to start, and that one draw decided the run's figure (p50 and
-# p99 within 0.1-0.3 s of each other, 1.5 to 2.5 s from run to run). At 190 the bars
-# close 0.32 s later in the cycle each time, and a run's ~9 bars spread over all of it.
+# Ticks a second. At 200 (50 ms apart) a minute of event time took 6 s, a whole number of
+# the query's 1 s triggers, so every bar of a run closed at one point of the trigger's
+# cycle, set by when the query happened to start, and that one draw decided the run's
+# figure (p50 and p99 within 0.1-0.3 s of each other, 1.5 to 2.5 s from run to run). At
+# 190 and 100 ms apart a minute takes 3.16 s: the bars close 0.16 s later in the cycle
+# each time, and a run's ~19 bars spread over all of it three times. Until 2026-12-03 the
+# ticks were 50 ms apart and a run had ~9 bars, so its p99 was the slowest of 9 draws.
 LATENCY_RATE = 190
-LATENCY_SPACING_MS = 50  # event time between ticks
+LATENCY_SPACING_MS = 100  # event time between ticks
 
 
 def timed_read(spark, bootstrap: str, topic: str) -> tuple[int, float]:
