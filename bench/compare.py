@@ -1097,11 +1097,16 @@ def fmt(value) -> str:
 
 
 def summarise(rows: list[dict]) -> list[dict]:
+    """One entry per figure: each system's values (one per session), their means and
+    the ratio, and the ``spread`` behind them: the values, or where a session's figure
+    is the median of repeats within it (a row's ``repeats``), every repeat."""
     groups: dict[tuple, dict[str, list]] = defaultdict(lambda: {s: [] for s in SYSTEMS})
+    spreads: dict[tuple, dict[str, list]] = defaultdict(lambda: {s: [] for s in SYSTEMS})
     units = {}
     for row in rows:
         key = (row["scenario"], row["case"], row["tool"], row["metric"])
         groups[key][row["system"]].append(row["value"])
+        spreads[key][row["system"]].extend(row.get("repeats") or [row["value"]])
         units[key] = row["unit"]
     summary = []
     for key, values in groups.items():
@@ -1109,7 +1114,8 @@ def summarise(rows: list[dict]) -> list[dict]:
         ratio = tidelog / kafka if kafka and tidelog is not None else None
         summary.append(
             dict(zip(("scenario", "case", "tool", "metric"), key, strict=True))
-            | dict(unit=units[key], values=values, kafka=kafka, tidelog=tidelog, ratio=ratio)
+            | dict(unit=units[key], values=values, spread=spreads[key])
+            | dict(kafka=kafka, tidelog=tidelog, ratio=ratio)
         )
     return summary
 
@@ -1150,7 +1156,8 @@ def behind_lines(summary: list[dict]) -> list[str]:
     for row in summary:
         if not is_behind(row):
             continue
-        kafka, tidelog = ([v for v in row["values"][s] if v is not None] for s in SYSTEMS)
+        spread = row.get("spread", row["values"])
+        kafka, tidelog = ([v for v in spread[s] if v is not None] for s in SYSTEMS)
         ranges = ", ".join(
             f"{name} {fmt(min(values))}–{fmt(max(values))}"
             for name, values in (("Kafka", kafka), ("tidelog", tidelog))
@@ -1325,8 +1332,9 @@ def write_report(
         "## Behind Kafka",
         "",
         "The figures whose ratio is on the wrong side of 1.0. **overlap**: the two "
-        "systems' samples (the raw columns) overlap, so the gap is within this run's "
-        "spread; **apart**: they do not; **one sample each**: the run cannot tell.",
+        "systems' samples (the raw columns; S11's repeats within its session) overlap, "
+        "so the gap is within this run's spread; **apart**: they do not; **one sample "
+        "each**: the run cannot tell.",
         "",
         *behind_lines(summary),
         "",

@@ -241,7 +241,7 @@ def _record_moves(record: Callable, case: str, moves: list[Move]) -> float:
         ("loadgen", "ack p99 during / before", "×"): [m.p99_during / m.p99_before for m in moves],
     }
     for (tool, metric, unit), values in figures.items():
-        record("S11", case, tool, metric, statistics.median(values), unit, samples=values)
+        record("S11", case, tool, metric, statistics.median(values), unit, repeats=values)
     return statistics.median(figures["admin", "copy rate", "MB/s"])
 
 

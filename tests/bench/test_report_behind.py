@@ -63,3 +63,20 @@ def test_a_session_that_measured_nothing_is_left_out_of_the_ranges(compare):
 def test_a_run_with_nothing_behind_says_so(compare):
     summary = [row("throughput", [1.0, 1.1], [2.0, 2.1], 1.9)]
     assert compare.behind_lines(summary) == ["None: every ratio is on tidelog's side of 1.0."]
+
+
+def test_a_figure_that_is_a_median_of_repeats_is_judged_by_its_repeats(compare):
+    """S11 runs one session per system, each figure the median of the session's
+    repeats: the repeats, not the one value per session, tell the systems apart."""
+    rows = [
+        {"system": system, "session": n, "scenario": "S11", "case": "move", "tool": "loadgen"}
+        | {"metric": "ack p99 during", "unit": "ms", "value": value, "repeats": repeats}
+        for n, (system, value, repeats) in enumerate(
+            [("kafka", 12.0, [10.0, 12.0, 40.0]), ("tidelog", 13.0, [11.0, 13.0, 14.0])]
+        )
+    ]
+    (figure,) = compare.summarise(rows)
+    assert figure["values"] == {"kafka": [12.0], "tidelog": [13.0]}
+    assert compare.behind_lines([figure]) == [
+        "- S11 move, loadgen, ack p99 during: 1.08×, overlap (Kafka 10.0–40.0, tidelog 11.0–14.0)"
+    ]
