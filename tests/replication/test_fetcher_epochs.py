@@ -147,3 +147,27 @@ def test_a_follower_in_a_long_poll_takes_up_a_new_partition_of_its_leader(tmp_pa
         await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
 
     run_with_follower(tmp_path, leader, scenario, max_wait_ms=IDLE_POLL_MS, backoff_ms=BACKOFF_MS)
+
+
+def test_a_leader_and_isr_that_comes_while_a_fenced_answer_is_on_its_way_is_not_lost(
+    tmp_path,
+    leader,  # noqa: F811
+    monkeypatch,
+):
+    """Partition 0's waiting fetch is answered FENCED_LEADER_EPOCH and, before the
+    fetcher has read that answer, a LeaderAndIsr makes the follower follow partition 2
+    from the same leader. After the FENCED answer the fetcher waits for a LeaderAndIsr
+    (``PUT_OFF_POLL_MS``, set to a minute here), but the one that came while the answer
+    was on its way counts: partition 2 is fetched at once, not a minute later."""
+    monkeypatch.setattr(fetcher, "PUT_OFF_POLL_MS", IDLE_POLL_MS)
+
+    async def scenario(follower: Follower, _clock):
+        await follow_two_partitions(leader, follower)
+
+        leader.lead(0, [LEADER, FOLLOWER], epoch=2)  # answers the waiting fetch FENCED
+        leader.lead(2, [LEADER, FOLLOWER], epoch=1)
+        leader.produce(2)
+        follower.follow(2, epoch=1)  # the fetcher has not read the FENCED answer yet
+        await eventually(lambda: follower.end_offset(2) == leader.log(2).log_end_offset)
+
+    run_with_follower(tmp_path, leader, scenario, max_wait_ms=IDLE_POLL_MS, backoff_ms=BACKOFF_MS)

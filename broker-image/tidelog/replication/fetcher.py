@@ -43,7 +43,8 @@ a reassignment) must not sit behind a long poll of idle partitions:
 - an answer that this follower is behind (FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER:
   the controller told the leader first, and its LeaderAndIsr to this broker is on the
   way) makes the fetcher wait for that LeaderAndIsr, at most :data:`PUT_OFF_POLL_MS`,
-  before it fetches the other partitions again;
+  before it fetches the other partitions again; a LeaderAndIsr (or a partition
+  removed) since the fetch went out ends that wait before it begins;
 - while any partition is put off, a fetch of the others waits at most
   :data:`PUT_OFF_POLL_MS` for data, not ``replica.fetch.wait.max.ms``.
 """
@@ -359,6 +360,7 @@ class ReplicaFetcher:
         }
         to_send, forgotten = self._session.build(wanted)
         sent_under = self._states(offsets)
+        self._changed.clear()  # a change from here on ends the wait for a behind answer
         response = await self._request(
             ApiKey.FETCH,
             FETCH_VERSION,
@@ -388,7 +390,9 @@ class ReplicaFetcher:
                 if key in offsets and self._partitions.get(key) is sent_under[key]:
                     self._apply(key, offsets[key], data)
                     behind |= data.error_code in FOLLOWER_BEHIND
-        if behind:  # the states are the ones sent under: no LeaderAndIsr came meanwhile
+        # The behind partitions' LeaderAndIsr has not come (their states are the ones
+        # sent under); one for another partition may have come while the answer was out.
+        if behind and not self._changed.is_set():
             await self._wait_for_change(PUT_OFF_POLL_MS / 1000)
 
     def _apply(self, key: TopicPartition, fetch_offset: int, data) -> None:
