@@ -1332,7 +1332,7 @@ def write_report(
         "## Behind Kafka",
         "",
         "The figures whose ratio is on the wrong side of 1.0. **overlap**: the two "
-        "systems' samples (the raw columns; S11's repeats within its session) overlap, "
+        "systems' samples (the raw columns; S11's and S14's repeats within a session) overlap, "
         "so the gap is within this run's spread; **apart**: they do not; **one sample "
         "each**: the run cannot tell.",
         "",

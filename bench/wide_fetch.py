@@ -105,5 +105,5 @@ def s14_wide_fetch(session, partitions: int, seconds: int, megabytes: int) -> No
         "records",
         statistics.median(reads),
         "rec/s",
-        samples=reads,
+        repeats=reads,
     )

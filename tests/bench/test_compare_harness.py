@@ -131,8 +131,8 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path, wide_fetc
         assert s14[("idle", "broker CPU")]["value"] > 0, s14
         assert s14[("1000 records/s", "ack p99")]["value"] > 0, s14
         read = s14[("100 partitions RF=3", "records")]
-        assert len(read["samples"]) == wide_fetch.S14_READS and min(read["samples"]) > 0, read
-        assert read["value"] == statistics.median(read["samples"]), read
+        assert len(read["repeats"]) == wide_fetch.S14_READS and min(read["repeats"]) > 0, read
+        assert read["value"] == statistics.median(read["repeats"]), read
 
     # The same Spark job read every tick in batch and through the streaming query, and
     # saw bars arrive after the ticks that closed them.

@@ -78,5 +78,6 @@ def test_a_figure_that_is_a_median_of_repeats_is_judged_by_its_repeats(compare):
     (figure,) = compare.summarise(rows)
     assert figure["values"] == {"kafka": [12.0], "tidelog": [13.0]}
     assert compare.behind_lines([figure]) == [
-        "- S11 move, loadgen, ack p99 during: 1.08×, overlap (Kafka 10.0–40.0, tidelog 11.0–14.0)"
+        "- S11 move, loadgen, ack p99 during: 1.08×, overlap "
+        "(Kafka 10.0–40.0, tidelog 11.0–14.0)"
     ]
