@@ -15,8 +15,9 @@ For each move the producer's p99 acknowledgement latency of the records in fligh
 the move is set against the p99 of the same length of time before it. The copy rate is
 the bytes of the moved replicas (the leaders' partition sizes when the move starts) over
 the time to complete. The pair of moves runs ``repeats`` times (move 2 restores the
-assignment move 1 started from); each figure is the median over the repeats, every
-repeat in the raw JSON, as the p99 of a few hundred records is set by one stall.
+assignment move 1 started from, a preferred-leader election its leaders); each figure is
+the median over the repeats, every repeat in the raw JSON, as the p99 of a few hundred
+records is set by one stall.
 The same admin requests go to both systems, over tidelog's protocol client.
 """
 
@@ -134,6 +135,35 @@ def _reassign(session, targets: dict[int, list[int]]) -> None:
     ]
     if response.error_code or errors:
         raise RuntimeError(f"AlterPartitionReassignments failed: {response.error_code} {errors}")
+
+
+def _elect_preferred_leaders(session, producer: loadgen.PacedProducer) -> None:
+    """Give every partition its preferred leader back (ElectLeaders, as
+    ``kafka-leader-election.sh --election-type preferred`` does), as the first move
+    found them: move 2 leaves partition 0's leader where move 1 put it, and without
+    this only the first repeat would move that leader. Returns once the producer has an
+    acknowledgement of a record sent after the election."""
+    partitions = list(range(S11_PARTITIONS))
+    body = {
+        "election_type": 0,
+        "topic_partitions": [{"topic": TOPIC, "partitions": partitions}],
+        "timeout_ms": 60000,
+    }
+    response = _request(session, ApiKey.ELECT_LEADERS, body)
+    errors = [
+        (p.partition_id, ErrorCode(p.error_code).name, p.error_message)
+        for t in response.replica_election_results
+        for p in t.partition_result
+        if p.error_code not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED)
+    ]
+    if response.error_code or errors:
+        raise RuntimeError(f"ElectLeaders failed: {response.error_code} {errors}")
+    preferred = {p: replicas[0] for p, replicas in _assignment().items()}
+    wait_until(
+        lambda: {p: m.leader for p, m in session.partitions(TOPIC).items()} == preferred,
+        "the preferred leaders",
+    )
+    producer.first_ack_after(time.perf_counter())
 
 
 def _moving(session) -> int:
@@ -271,7 +301,9 @@ def s11_reassignment(session, megabytes: int, throttle_mb: float, repeats: int) 
         session.bootstrap, TOPIC, interval=S11_PRODUCER_INTERVAL_S
     ) as producer:
         producer.first_ack_after(time.perf_counter())
-        for _ in range(repeats):
+        for repeat in range(repeats):
+            if repeat:
+                _elect_preferred_leaders(session, producer)
             unthrottled.append(_move(session, producer, off_broker_1))
             _set_throttle(session, throttle, _throttled_replicas(off_broker_1, assignment))
             try:

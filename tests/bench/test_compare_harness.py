@@ -31,7 +31,7 @@ def _kill_with_its_brokers(run: subprocess.Popen) -> tuple[str, str]:
 
 
 @pytest.mark.timeout(960)  # 450 s alone; make test runs other tests beside it
-def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path, wide_fetch):
+def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path, compare, wide_fetch):
     # Its own session: the brokers it starts are in its process group, and a run past the
     # limit, or an interrupted test run, kills them with it (a killed harness alone left
     # its brokers running; its ZooKeeper has a session of its own and dies with its parent).
@@ -104,6 +104,12 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path, wide_fetc
         assert len(completed) == 2, f"{system}: S11 completed {completed}"
         shares = [r["value"] for r in s11 if r["metric"] == "copy rate / throttle"]
         assert len(shares) == 1 and shares[0] > 0, f"{system}: {shares}"
+        # each move ran once per repeat, the repeats after the first from the preferred
+        # leaders again
+        repeated = [r for r in s11 if "repeats" in r]
+        assert repeated and all(
+            len(r["repeats"]) == compare.QUICK.s11_repeats for r in repeated
+        ), f"{system}: {repeated}"
 
     # Each restarted a broker after a clean stop and after a kill -9, and saw it serve
     # and rejoin every ISR.
