@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import loadgen
+from confluent_kafka import ElectionType, KafkaError, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 from waiting import wait_until
 
@@ -137,28 +138,24 @@ def _reassign(session, targets: dict[int, list[int]]) -> None:
         raise RuntimeError(f"AlterPartitionReassignments failed: {response.error_code} {errors}")
 
 
-def _elect_preferred_leaders(session, producer: loadgen.PacedProducer) -> None:
-    """Give every partition its preferred leader back (ElectLeaders, as
-    ``kafka-leader-election.sh --election-type preferred`` does), as the first move
+def _elect_preferred_leaders(
+    session, producer: loadgen.PacedProducer, assignment: dict[int, list[int]]
+) -> None:
+    """Give every partition its preferred leader back (a preferred election, as
+    ``kafka-leader-election.sh --election-type preferred`` runs it), as the first move
     found them: move 2 leaves partition 0's leader where move 1 put it, and without
     this only the first repeat would move that leader. Returns once the producer has an
     acknowledgement of a record sent after the election."""
-    partitions = list(range(S11_PARTITIONS))
-    body = {
-        "election_type": 0,
-        "topic_partitions": [{"topic": TOPIC, "partitions": partitions}],
-        "timeout_ms": 60000,
+    partitions = [TopicPartition(TOPIC, p) for p in assignment]
+    results = session.admin.elect_leaders(ElectionType.PREFERRED, partitions).result(60)
+    errors = {
+        tp.partition: error
+        for tp, error in results.items()
+        if error is not None and error.code() != KafkaError.ELECTION_NOT_NEEDED
     }
-    response = _request(session, ApiKey.ELECT_LEADERS, body)
-    errors = [
-        (p.partition_id, ErrorCode(p.error_code).name, p.error_message)
-        for t in response.replica_election_results
-        for p in t.partition_result
-        if p.error_code not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED)
-    ]
-    if response.error_code or errors:
-        raise RuntimeError(f"ElectLeaders failed: {response.error_code} {errors}")
-    preferred = {p: replicas[0] for p, replicas in _assignment().items()}
+    if errors:
+        raise RuntimeError(f"S11: the preferred-leader election failed: {errors}")
+    preferred = {p: replicas[0] for p, replicas in assignment.items()}
     wait_until(
         lambda: {p: m.leader for p, m in session.partitions(TOPIC).items()} == preferred,
         "the preferred leaders",
@@ -303,7 +300,7 @@ def s11_reassignment(session, megabytes: int, throttle_mb: float, repeats: int) 
         producer.first_ack_after(time.perf_counter())
         for repeat in range(repeats):
             if repeat:
-                _elect_preferred_leaders(session, producer)
+                _elect_preferred_leaders(session, producer, assignment)
             unthrottled.append(_move(session, producer, off_broker_1))
             _set_throttle(session, throttle, _throttled_replicas(off_broker_1, assignment))
             try:
