@@ -1156,8 +1156,7 @@ def behind_lines(summary: list[dict]) -> list[str]:
     for row in summary:
         if not is_behind(row):
             continue
-        spread = row.get("spread", row["values"])
-        kafka, tidelog = ([v for v in spread[s] if v is not None] for s in SYSTEMS)
+        kafka, tidelog = ([v for v in row["spread"][s] if v is not None] for s in SYSTEMS)
         ranges = ", ".join(
             f"{name} {fmt(min(values))}–{fmt(max(values))}"
             for name, values in (("Kafka", kafka), ("tidelog", tidelog))

@@ -11,6 +11,7 @@ def row(metric: str, kafka: list, tidelog: list, ratio: float | None) -> dict:
         "tool": "loadgen",
         "metric": metric,
         "values": {"kafka": kafka, "tidelog": tidelog},
+        "spread": {"kafka": kafka, "tidelog": tidelog},  # one figure per session, no repeats
         "ratio": ratio,
     }
 
