@@ -58,6 +58,15 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path, compare, 
         measured = {r["scenario"] for r in rows if r["system"] == system and r["value"]}
         assert measured == SCENARIOS, f"{system} lacks {SCENARIOS - measured}"
 
+    # Each read every S1 loadgen topic as often as the scale says, each S2 figure the
+    # median of those reads.
+    for system in SYSTEMS:
+        s2 = [r for r in rows if r["system"] == system and r["scenario"] == "S2"]
+        assert len(s2) == 3 * len(compare.S1_CASES) * compare.QUICK.sessions // 2, s2
+        for row in s2:
+            assert len(row["repeats"]) == compare.QUICK.s2_reads and min(row["repeats"]) > 0
+            assert row["value"] == statistics.median(row["repeats"]), row
+
     # Both cleaners compacted S5's topic: the harness saw its size on disk shrink.
     sizes = {(r["system"], r["metric"]): r["value"] for r in rows if r["scenario"] == "S5"}
     for system in SYSTEMS:
