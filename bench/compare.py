@@ -1347,9 +1347,9 @@ def write_report(
         "## Behind Kafka",
         "",
         "The figures whose ratio is on the wrong side of 1.0. **overlap**: the two "
-        "systems' samples (the raw columns; S11's and S14's repeats within a session) overlap, "
-        "so the gap is within this run's spread; **apart**: they do not; **one sample "
-        "each**: the run cannot tell.",
+        "systems' samples (the raw columns; S2's, S11's and S14's repeats within a "
+        "session) overlap, so the gap is within this run's spread; **apart**: they do not; "
+        "**one sample each**: the run cannot tell.",
         "",
         *behind_lines(summary),
         "",
