@@ -392,6 +392,15 @@ class Session:
         )
         print(f"  {self.system}#{self.number} {scenario} {case} {tool} {metric}: {value}")
 
+    def record_median(
+        self, scenario: str, case: str, tool: str, metric: str, repeats: list, unit: str
+    ) -> None:
+        """One figure that is the median of ``repeats`` taken within this session; the
+        repeats go to the raw JSON beside it, and the report judges the figure by them
+        (:func:`summarise`)."""
+        value = statistics.median(repeats)
+        self.record(scenario, case, tool, metric, value, unit, repeats=repeats)
+
     def create_topic(self, name: str, partitions: int = 1, configs: dict | None = None):
         """Create with a replica on every broker; return once every partition has a
         leader and a full ISR."""
@@ -463,9 +472,19 @@ class ProduceCase:
     partitions: int = 1
 
 
+def rates(result) -> dict[tuple[str, str], float]:
+    """A load generator's rates, by (metric, unit)."""
+    return {("throughput", "MB/s"): result.mb_per_s, ("records", "rec/s"): result.records_per_s}
+
+
+def cpu_per_gb(cpu: float, result) -> float:
+    """Broker CPU seconds (all of the session's brokers) per GB the client moved."""
+    return cpu / (result.bytes / 1e9)
+
+
 def record_rates(session: Session, scenario: str, case: str, tool: str, result) -> None:
-    session.record(scenario, case, tool, "throughput", result.mb_per_s, "MB/s")
-    session.record(scenario, case, tool, "records", result.records_per_s, "rec/s")
+    for (metric, unit), value in rates(result).items():
+        session.record(scenario, case, tool, metric, value, unit)
 
 
 def record_acks(session: Session, scenario: str, case: str, tool: str, result) -> None:
@@ -474,8 +493,7 @@ def record_acks(session: Session, scenario: str, case: str, tool: str, result) -
 
 
 def record_cpu(session: Session, scenario: str, case: str, cpu: float, result) -> None:
-    """Broker CPU seconds (all of the session's brokers) per GB the client moved."""
-    session.record(scenario, case, "loadgen", "broker CPU", cpu / (result.bytes / 1e9), "CPU-s/GB")
+    session.record(scenario, case, "loadgen", "broker CPU", cpu_per_gb(cpu, result), "CPU-s/GB")
 
 
 def produce_with_both_tools(
@@ -537,20 +555,17 @@ def s2_consume(session: Session, counts: dict, reads: int, profile: Path | None)
     for (size, codec), (topic, count) in counts.items():
         case = f"{size}B {codec}"
         spy = start_profile(session, profile, f"s2-{size}-{codec}")
-        results, cpu_per_gb = [], []
+        figures = defaultdict(list)  # (metric, unit) → one value per read
         for _ in range(reads):
             cpu = session.cpu_seconds()
-            results.append(loadgen.consume(session.bootstrap, topic, count))
-            cpu_per_gb.append((session.cpu_seconds() - cpu) / (results[-1].bytes / 1e9))
+            result = loadgen.consume(session.bootstrap, topic, count)
+            cpu = session.cpu_seconds() - cpu
+            for key, value in rates(result).items():
+                figures[key].append(value)
+            figures["broker CPU", "CPU-s/GB"].append(cpu_per_gb(cpu, result))
         stop_profile(spy)
-        for metric, unit, values in (
-            ("throughput", "MB/s", [r.mb_per_s for r in results]),
-            ("records", "rec/s", [r.records_per_s for r in results]),
-            ("broker CPU", "CPU-s/GB", cpu_per_gb),
-        ):
-            session.record(
-                "S2", case, "loadgen", metric, statistics.median(values), unit, repeats=values
-            )
+        for (metric, unit), values in figures.items():
+            session.record_median("S2", case, "loadgen", metric, values, unit)
 
 
 def s3_latency(session: Session, scale: Scale) -> None:

@@ -257,7 +257,7 @@ def _move(session, producer: loadgen.PacedProducer, targets: dict[int, list[int]
     return Move(seconds, moved, _p99(acked, baseline_start, start), _p99(acked, start, end))
 
 
-def _record_moves(record: Callable, case: str, moves: list[Move]) -> float:
+def _record_moves(record_median: Callable, case: str, moves: list[Move]) -> float:
     """Each figure's median over the repeats of one move, the repeats beside it; returns
     the median copy rate (MB/s)."""
     figures = {
@@ -268,7 +268,7 @@ def _record_moves(record: Callable, case: str, moves: list[Move]) -> float:
         ("loadgen", "ack p99 during / before", "×"): [m.p99_during / m.p99_before for m in moves],
     }
     for (tool, metric, unit), values in figures.items():
-        record("S11", case, tool, metric, statistics.median(values), unit, repeats=values)
+        record_median("S11", case, tool, metric, values, unit)
     return statistics.median(figures["admin", "copy rate", "MB/s"])
 
 
@@ -308,9 +308,9 @@ def s11_reassignment(session, megabytes: int, throttle_mb: float, repeats: int) 
             finally:
                 _set_throttle(session, None, None)
         session.s11_acks = list(producer.acked)
-    _record_moves(session.record, "off broker 1, unthrottled", unthrottled)
+    _record_moves(session.record_median, "off broker 1, unthrottled", unthrottled)
     case = f"back to broker 1, throttle {throttle_mb:g} MB/s"
-    rate = _record_moves(session.record, case, throttled)
+    rate = _record_moves(session.record_median, case, throttled)
     session.record("S11", case, "admin", "copy rate / throttle", rate / throttle_mb, "×")
 
 

@@ -20,7 +20,6 @@ leads a third and follows the rest), then
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -98,12 +97,4 @@ def s14_wide_fetch(session, partitions: int, seconds: int, megabytes: int) -> No
         ).records_per_s
         for n in range(S14_READS)
     ]
-    session.record(
-        "S14",
-        case,
-        "consumer-perf-test",
-        "records",
-        statistics.median(reads),
-        "rec/s",
-        repeats=reads,
-    )
+    session.record_median("S14", case, "consumer-perf-test", "records", reads, "rec/s")
