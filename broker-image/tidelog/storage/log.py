@@ -216,9 +216,6 @@ class Log:
     def active_segment(self) -> LogSegment:
         return self._view[1][-1]
 
-    def _floor_segment_index(self, offset: int) -> int:
-        return max(0, bisect.bisect_right(self._view[0], offset) - 1)
-
     @property
     def _next_offset(self) -> int:
         return self._end.offset
