@@ -59,6 +59,7 @@ import reassignment
 import restart
 import spark_job
 import wide_fetch
+from bench_waiting import ZnodeWatch, registration_gone, wait_until
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -67,7 +68,6 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 from kafka_broker import KAFKA_HEAP, KafkaBroker, kafka_libs
-from waiting import ZnodeWatch, registration_gone, wait_until
 
 from tidelog.server.process import BrokerProcess
 from tidelog.zookeeper import ZooKeeperServer, find_java

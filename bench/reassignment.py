@@ -29,9 +29,9 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import loadgen
+from bench_waiting import wait_until
 from confluent_kafka import ElectionType, KafkaError, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
-from waiting import wait_until
 
 from tidelog.admin.connection import BrokerConnection
 from tidelog.protocol import ApiKey

@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable
 
 import loadgen
+from bench_waiting import registration_gone, wait_until
 from confluent_kafka.admin import AdminClient, NewTopic
-from waiting import registration_gone, wait_until
 
 __all__ = ["S13_BROKERS", "s13_restart", "settings_line"]
 

@@ -26,8 +26,8 @@ from typing import TypeVar
 
 import loadgen
 import perf_tools
+from bench_waiting import wait_until
 from confluent_kafka.admin import NewTopic
-from waiting import wait_until
 
 __all__ = ["S14_BROKERS", "S14_READS", "s14_wide_fetch", "settings_line"]
 

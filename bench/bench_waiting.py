@@ -1,5 +1,9 @@
 """Waiting until a condition holds, for every scenario of ``make bench``: by polling, or
-by a ZooKeeper watch."""
+by a ZooKeeper watch.
+
+Not named ``waiting``: the test suite's own ``tests/waiting.py`` has that name on
+pytest's path, where the harness's modules are imported too (``tests/bench``).
+"""
 
 from __future__ import annotations
 
