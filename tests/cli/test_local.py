@@ -17,11 +17,11 @@ import pytest
 from kazoo.client import KazooClient
 
 from integration.acked_writes import ContinuousProducer, assert_acknowledged_records_kept
-from integration.cluster import wait_until
 from tidelog.admin import AdminClient
 from tidelog.admin.connection import BrokerConnection
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
+from waiting import wait_until
 
 TIDELOG_LOCAL = Path(sys.executable).with_name("tidelog-local")
 

@@ -11,8 +11,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from containers.docker_cluster import DockerCluster, broker_image
 from integration.acked_writes import ContinuousProducer, assert_acknowledged_records_kept
-from integration.cluster import wait_until
 from tidelog.admin import AdminClient
+from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(300)
 

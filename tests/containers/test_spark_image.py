@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from containers.docker_cluster import DockerCluster, broker_image, docker, local_image
-from integration.cluster import wait_until
 from tidelog.admin import AdminClient
+from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(300)
 

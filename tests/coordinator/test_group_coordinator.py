@@ -14,7 +14,7 @@ import asyncio
 import struct
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +44,7 @@ from tidelog.records.builder import build_batch
 from tidelog.replication.replica_manager import ReplicaManager
 from tidelog.storage.cleaner import CleanerConfig
 from tidelog.storage.log_manager import LogManager
+from waiting import wait_until_async
 
 E = ErrorCode
 S = GroupState
@@ -127,7 +128,9 @@ class Broker:
             log = self.replicas.partitions[(OFFSETS_TOPIC, partition)].log
             self.coordinator.elected(partition, log)
         if wait_for_load:
-            await eventually(lambda: not self.coordinator.loading)
+            await wait_until_async(
+                lambda: not self.coordinator.loading, "the offsets partition loaded", WAIT_S
+            )
 
     async def stop(self) -> None:
         await self.coordinator.shutdown()
@@ -235,13 +238,6 @@ class Broker:
         assert [s.error for s in synced] == [E.NONE] * count
         assert self.state(group) == S.STABLE
         return Formed(group, generation, leader, [leader, *followers])
-
-
-async def eventually(condition: Callable[[], bool]) -> None:
-    """Wait until ``condition()`` holds (it must, within ``WAIT_S``)."""
-    async with asyncio.timeout(WAIT_S):
-        while not condition():
-            await asyncio.sleep(0.005)
 
 
 async def within(awaitable: Awaitable):
@@ -388,7 +384,7 @@ def test_a_member_id_never_used_expires_with_its_session_and_leaves_nothing(run)
         ]
         assert {r.error for r in unused} == {E.MEMBER_ID_REQUIRED}
         assert broker.coordinator.timer_count == 5
-        await eventually(lambda: broker.coordinator.timer_count == 0)
+        await wait_until_async(lambda: broker.coordinator.timer_count == 0, "no timer left", WAIT_S)
         for reservation in unused:
             late = await broker.join("g", reservation.member_id, require_known_member_id=True)
             assert late.error == E.UNKNOWN_MEMBER_ID
@@ -518,7 +514,9 @@ def test_heartbeat_answers(run):
 
         # A new member: a rebalance, which the others learn from their heartbeats.
         newcomer = asyncio.create_task(broker.join("g"))
-        await eventually(lambda: broker.state("g") == S.PREPARING_REBALANCE)
+        await wait_until_async(
+            lambda: broker.state("g") == S.PREPARING_REBALANCE, "g preparing a rebalance", WAIT_S
+        )
         assert broker.heartbeat("g", 1, leader) == E.REBALANCE_IN_PROGRESS
         assert broker.heartbeat("g", 1, follower) == E.REBALANCE_IN_PROGRESS
         assert (await broker.sync("g", 1, follower)).error == E.REBALANCE_IN_PROGRESS
@@ -550,8 +548,10 @@ def test_a_member_whose_session_ends_is_removed_and_the_group_rebalances(run):
             )
         )
         # Only the live member heartbeats; the silent one's session ends.
-        await eventually(
-            lambda: broker.heartbeat("g", generation, alive.member_id) == E.REBALANCE_IN_PROGRESS
+        await wait_until_async(
+            lambda: broker.heartbeat("g", generation, alive.member_id) == E.REBALANCE_IN_PROGRESS,
+            "the silent member's session ended (a rebalance)",
+            WAIT_S,
         )
         again = await within(broker.join("g", alive.member_id))
         assert again.generation == generation + 1
@@ -726,7 +726,9 @@ def test_members_may_commit_while_the_group_prepares_a_rebalance(run):
         formed = await broker.form("g", 2)
         leader, follower = formed.members
         newcomer = asyncio.create_task(broker.join("g"))
-        await eventually(lambda: broker.state("g") == S.PREPARING_REBALANCE)
+        await wait_until_async(
+            lambda: broker.state("g") == S.PREPARING_REBALANCE, "g preparing a rebalance", WAIT_S
+        )
         assert await broker.commit("g", {("orders", 0): 42}, 1, follower) == {("orders", 0): E.NONE}
         assert broker.committed("g") == {("orders", 0): 42}
         await within(asyncio.gather(broker.join("g", leader), broker.join("g", follower)))
@@ -902,12 +904,16 @@ def test_offsets_of_a_consumer_without_a_group_expire_after_retention_from_their
         await broker.commit("simple", {("t", 1): 2})
         broker.clock.advance(RETENTION_MS // 2)
         broker.coordinator.expire_offsets()
-        await eventually(lambda: ("t", 0) not in broker.committed("simple"))
+        await wait_until_async(
+            lambda: ("t", 0) not in broker.committed("simple"), "the offset of t-0 expired", WAIT_S
+        )
         assert broker.committed("simple") == {("t", 1): 2}
 
         broker.clock.advance(RETENTION_MS // 2)
         broker.coordinator.expire_offsets()
-        await eventually(lambda: broker.state("simple") is None)  # nothing left: gone
+        await wait_until_async(
+            lambda: broker.state("simple") is None, "the emptied group gone", WAIT_S
+        )  # nothing left: gone
         assert broker.committed("simple") == {}
         await broker.restart()
         assert broker.state("simple") is None
@@ -926,8 +932,14 @@ def test_offsets_of_deleted_partitions_leave_every_group(run):
         await broker.commit("g", {("orders", 0): 5, ("gone", 0): 7, ("gone", 1): 8}, 1, member)
         await broker.commit("only-gone", {("gone", 0): 3})
         broker.coordinator.partitions_deleted({("gone", 0), ("gone", 1), ("other", 0)})
-        await eventually(lambda: broker.committed("g") == {("orders", 0): 5})
-        await eventually(lambda: broker.state("only-gone") is None)
+        await wait_until_async(
+            lambda: broker.committed("g") == {("orders", 0): 5},
+            "g's committed offsets {orders-0: 5}",
+            WAIT_S,
+        )
+        await wait_until_async(
+            lambda: broker.state("only-gone") is None, "only-gone removed", WAIT_S
+        )
         assert broker.state("g") == S.STABLE
         await broker.restart()
         assert broker.committed("g") == {("orders", 0): 5}
@@ -944,7 +956,9 @@ def test_an_explicit_retention_time_of_a_commit_is_kept(run):
         await broker.commit("g", {("t", 1): 2})
         broker.clock.advance(DAY_MS)
         broker.coordinator.expire_offsets()
-        await eventually(lambda: broker.committed("g") == {("t", 1): 2})
+        await wait_until_async(
+            lambda: broker.committed("g") == {("t", 1): 2}, "g's committed offsets {t-1: 2}", WAIT_S
+        )
 
     run(scenario)
 
@@ -965,7 +979,11 @@ def test_a_stable_group_loses_only_offsets_of_topics_it_no_longer_subscribes_to(
         broker.clock.advance(RETENTION_MS + 1)
         broker.heartbeat("g", 1, member)  # the member is alive throughout
         broker.coordinator.expire_offsets()
-        await eventually(lambda: broker.committed("g") == {("orders", 0): 5})
+        await wait_until_async(
+            lambda: broker.committed("g") == {("orders", 0): 5},
+            "g's committed offsets {orders-0: 5}",
+            WAIT_S,
+        )
         assert broker.state("g") == S.STABLE
 
     run(scenario)
@@ -993,7 +1011,7 @@ def test_offsets_of_a_group_expire_only_after_retention_from_when_it_became_empt
 
         broker.clock.advance(RETENTION_MS)
         broker.coordinator.expire_offsets()
-        await eventually(lambda: broker.state("g") is None)
+        await wait_until_async(lambda: broker.state("g") is None, "g gone", WAIT_S)
 
     run(scenario)
 
@@ -1028,7 +1046,7 @@ def test_an_empty_group_stored_without_a_state_time_counts_retention_from_commit
 
         broker.clock.advance(RETENTION_MS)
         broker.coordinator.expire_offsets()
-        await eventually(lambda: broker.state("old") is None)
+        await wait_until_async(lambda: broker.state("old") is None, "old gone", WAIT_S)
 
     run(scenario)
 
@@ -1043,7 +1061,11 @@ def test_resigning_answers_waiting_requests_with_not_coordinator(run):
         formed = await broker.form(moving, 1)
         await broker.commit(staying, {("t", 0): 3})
         waiting = asyncio.create_task(broker.join(moving))  # held: the member must rejoin
-        await eventually(lambda: broker.state(moving) == S.PREPARING_REBALANCE)
+        await wait_until_async(
+            lambda: broker.state(moving) == S.PREPARING_REBALANCE,
+            "the moving group preparing a rebalance",
+            WAIT_S,
+        )
 
         broker.coordinator.resigned(0)
         assert (await within(waiting)).error == E.NOT_COORDINATOR
@@ -1065,7 +1087,11 @@ def test_staying_leader_under_a_new_leader_epoch_keeps_the_groups(run):
     async def scenario(broker: Broker) -> None:
         formed = await broker.form(staying, 1)
         waiting = asyncio.create_task(broker.join(staying))  # a second member, held
-        await eventually(lambda: broker.state(staying) == S.PREPARING_REBALANCE)
+        await wait_until_async(
+            lambda: broker.state(staying) == S.PREPARING_REBALANCE,
+            "the staying group preparing a rebalance",
+            WAIT_S,
+        )
         _, group = broker.coordinator.describe(staying)
 
         log = broker.replicas.partitions[(OFFSETS_TOPIC, 0)].log
@@ -1097,7 +1123,7 @@ def test_a_new_coordinator_replays_groups_and_offsets_from_the_partition(run):
         assert (await broker.join("g")).error == E.COORDINATOR_LOAD_IN_PROGRESS
         assert c.fetch_offsets("g", None) == (E.COORDINATOR_LOAD_IN_PROGRESS, {})
         assert c.list_groups() == (E.COORDINATOR_LOAD_IN_PROGRESS, [])
-        await eventually(lambda: not c.loading)
+        await wait_until_async(lambda: not c.loading, "the offsets partition loaded", WAIT_S)
 
         _, group = c.describe("g")
         assert (group.state, group.generation, group.leader) == (S.STABLE, 1, formed.leader)
@@ -1123,7 +1149,7 @@ def test_a_loaded_member_that_sends_nothing_is_removed_at_its_session_timeout(ru
         # Nothing yields to the event loop between the SyncGroup and the restart, so the
         # session can only end in the coordinator that loads the group.
         await broker.restart()
-        await eventually(lambda: broker.state("g") == S.EMPTY)
+        await wait_until_async(lambda: broker.state("g") == S.EMPTY, "g empty", WAIT_S)
         _, group = broker.coordinator.describe("g")
         assert group.generation == 2 and not group.members
         assert broker.heartbeat("g", 1, member) == E.UNKNOWN_MEMBER_ID
@@ -1137,12 +1163,22 @@ def test_the_initial_rebalance_delay_gathers_members_that_join_during_it(run):
     apart still form one generation, which the all-joined check alone would not wait for."""
 
     async def scenario(broker: Broker) -> None:
+        def members() -> int:
+            _, group = broker.coordinator.describe("g")
+            return 0 if group is None else len(group.members)
+
         first = asyncio.create_task(broker.join("g"))
-        await asyncio.sleep(0.6)  # inside the first delay (1 s)
-        second = asyncio.create_task(broker.join("g"))
-        await asyncio.sleep(0.8)  # past the first delay, inside the one it added
+        await wait_until_async(lambda: members() == 1, "the first member in g", WAIT_S)
+        second = asyncio.create_task(broker.join("g"))  # inside the first delay (1 s)
+        await wait_until_async(lambda: members() == 2, "the second member in g", WAIT_S)
+        # The first delay ends having seen a member come: it adds another (and clears the
+        # mark), where it would otherwise have completed the join.
+        _, group = broker.coordinator.describe("g")
+        await wait_until_async(
+            lambda: not group.new_member_added, "the first delay over and extended", WAIT_S
+        )
         assert broker.state("g") == S.PREPARING_REBALANCE and not first.done()
-        third = asyncio.create_task(broker.join("g"))
+        third = asyncio.create_task(broker.join("g"))  # inside the delay the first added
         results = [await within(task) for task in (first, second, third)]
         assert {r.error for r in results} == {E.NONE}
         assert {r.generation for r in results} == {1}

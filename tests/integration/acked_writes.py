@@ -23,8 +23,8 @@ from typing import NamedTuple
 
 from confluent_kafka import Consumer, TopicPartition
 
-from integration.cluster import wait_until
 from kafka_reference import JVM_FLAGS, java_executable, kafka_libs
+from waiting import wait_until
 
 __all__ = ["ContinuousProducer", "assert_acknowledged_records_kept"]
 

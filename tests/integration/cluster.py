@@ -5,10 +5,8 @@ states, topics created through the controller, and polling until something holds
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
@@ -17,32 +15,14 @@ from integration.broker_process import BrokerProcess
 from tidelog.admin.connection import BrokerConnection
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
+from waiting import wait_until
 
+# wait_until is re-exported for the tests that still import it from here.
 __all__ = ["Cluster", "wait_until"]
-
-T = TypeVar("T")
 
 # A broker whose leaderships cannot move while other brokers live (a test stopped their
 # other replicas) retries its controlled shutdown: not Kafka's 3 x 5 s here.
 TEST_DEFAULTS = {"controlled.shutdown.retry.backoff.ms": "100"}
-
-
-def wait_until(check: Callable[[], T], what: str, timeout: float = 30.0) -> T:
-    """Poll ``check`` until it returns something true (returned), failing after
-    ``timeout`` with ``what`` and the last value or error."""
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while True:
-        try:
-            value = check()
-            if value:
-                return value
-            last = value
-        except (OSError, AssertionError, KeyError) as error:
-            last = error
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting until {what}; last: {last!r}")
-        time.sleep(0.1)
 
 
 class Cluster:

@@ -12,9 +12,10 @@ from aiokafka import AIOKafkaProducer
 from confluent_kafka import Producer
 from kafka import KafkaProducer
 
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
+from waiting import wait_until
 
 
 @pytest.fixture(scope="module")

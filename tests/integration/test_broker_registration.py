@@ -8,7 +8,8 @@ from __future__ import annotations
 import subprocess
 
 from integration.broker_process import BrokerProcess
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
+from waiting import wait_until
 
 WAITING = "waiting for the previous registration of broker.id"
 

@@ -28,8 +28,8 @@ from integration.clients import (
     timestamp_targets,
     timestamped_records,
 )
-from integration.cluster import wait_until
 from tidelog.zookeeper import ZooKeeperServer
+from waiting import wait_until
 
 RECORDS_PER_CODEC = 20_000
 PARTITIONS = 3

@@ -36,11 +36,12 @@ from confluent_kafka import Producer
 from kafka import KafkaConsumer, TopicPartition
 
 from integration.clients import RawClient
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
 from tidelog.coordinator.group_coordinator import OFFSETS_TOPIC, partition_for
 from tidelog.coordinator.offsets_records import OffsetKey, UnknownRecordKey, decode_key
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
+from waiting import wait_until
 
 # Rebalances without the initial three-second wait, and sessions as short as a second.
 FAST_GROUPS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000"}

@@ -24,9 +24,9 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from integration.cluster import wait_until
 from kafka_reference.tools import run_kafka_tool
 from tidelog.admin import AdminClient
+from waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKERS = os.environ.get("TIDELOG_CG_TEST_BROKERS", "tidelog").split(",")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
+from waiting import wait_until
 
 TOPIC = "orders"
 

@@ -16,7 +16,7 @@ import pytest
 
 from integration.broker_process import BrokerProcess
 from integration.clients import FrameProxy
-from integration.cluster import TEST_DEFAULTS, Cluster, wait_until
+from integration.cluster import TEST_DEFAULTS, Cluster
 from tidelog.controller.assignment import assign_replicas
 from tidelog.controller.requests import (
     LEADER_AND_ISR_VERSION,
@@ -26,6 +26,7 @@ from tidelog.controller.requests import (
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
 from tidelog.records.builder import build_batch
+from waiting import wait_until
 
 TOPIC = "orders"
 

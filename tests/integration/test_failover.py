@@ -11,7 +11,8 @@ import random
 import pytest
 
 from integration.acked_writes import ContinuousProducer, assert_acknowledged_records_kept
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
+from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(280)
 

@@ -15,9 +15,9 @@ from kafka.admin import NewTopic
 
 from integration.broker_process import BrokerProcess
 from integration.clients import FrameProxy
-from integration.cluster import wait_until
 from tidelog.protocol import ApiKey, decode_request, decode_response
 from tidelog.protocol.errors import ErrorCode
+from waiting import wait_until
 
 CONSUMER = -1
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
 from integration.test_reassign_tools import QUICK_DELETES, throttles, tool
 from integration.test_reassignment import fill, replica_dirs
 from kafka_reference.tools import run_kafka_tool
+from waiting import wait_until
 
 TOPIC = "kmoved"
 

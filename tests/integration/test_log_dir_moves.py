@@ -11,9 +11,10 @@ import uuid
 from pathlib import Path
 
 from integration.acked_writes import ContinuousProducer, assert_acknowledged_records_kept
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
+from waiting import wait_until
 
 TOPIC = "moving"
 # The replaced replica's files go after file.delete.delay.ms (a minute by default).

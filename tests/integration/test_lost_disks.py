@@ -13,9 +13,10 @@ import shutil
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
+from waiting import wait_until
 
 TOPIC = "orders"
 RECORDS = 500

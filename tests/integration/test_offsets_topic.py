@@ -6,12 +6,12 @@ topic with too few replicas for good."""
 from __future__ import annotations
 
 from integration.broker_process import BrokerProcess
-from integration.cluster import wait_until
 from tidelog.admin import AdminClient
 from tidelog.admin.connection import BrokerConnection
 from tidelog.coordinator.group_coordinator import OFFSETS_TOPIC
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
+from waiting import wait_until
 
 REPLICAS = {"offsets.topic.replication.factor": "2"}
 

@@ -8,10 +8,11 @@ import json
 
 import pytest
 
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
 from kafka_reference.tools import run_kafka_tool
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
+from waiting import wait_until
 
 TOPIC = "orders"
 REBALANCE_EVERY_SECOND = {

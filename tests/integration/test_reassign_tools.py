@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from integration.acked_writes import ContinuousProducer, assert_acknowledged_records_kept
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
 from integration.test_reassignment import fill, replica_dirs
+from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(300)
 

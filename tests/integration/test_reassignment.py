@@ -13,9 +13,10 @@ import pytest
 from confluent_kafka import Producer
 
 from integration.acked_writes import ContinuousProducer, assert_acknowledged_records_kept
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
+from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
+from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(240)
 

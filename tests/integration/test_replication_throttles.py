@@ -26,8 +26,9 @@ from confluent_kafka.admin import (
 )
 from kafka import KafkaProducer
 
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
 from tidelog.protocol import ApiKey
+from waiting import wait_until
 
 TOPIC = "throttled"
 RECORDS = 200  # per partition, each ~1 KB in batches of about two

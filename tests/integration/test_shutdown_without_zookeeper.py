@@ -15,9 +15,10 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kazoo.client import KazooClient
 
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
 from tidelog.storage.log_manager import CLEAN_SHUTDOWN_MARKER
 from tidelog.zookeeper import ZooKeeperServer
+from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -13,10 +13,11 @@ import sys
 
 import pytest
 
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
 from kafka_reference.tools import run_kafka_tool
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
+from waiting import wait_until
 
 STATIC = {"auto.leader.rebalance.enable": "false"}
 

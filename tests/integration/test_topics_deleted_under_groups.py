@@ -16,8 +16,9 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
 from tidelog.protocol import ApiKey, encode_request
+from waiting import wait_until
 
 PROBE_TIMEOUT_S = 1.0
 GROUP = "through-deletions"

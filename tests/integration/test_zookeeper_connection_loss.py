@@ -10,7 +10,8 @@ import os
 import signal
 from pathlib import Path
 
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
+from waiting import wait_until
 from zookeeper.helpers import server_holding, server_mode, zookeeper_ensemble
 
 

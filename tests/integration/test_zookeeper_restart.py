@@ -15,8 +15,9 @@ import time
 import pytest
 from kazoo.client import KazooClient
 
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
 from tidelog.zookeeper import ZooKeeperServer
+from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -11,10 +11,10 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from kubernetes import client
 
-from integration.cluster import wait_until
 from kube_operator.conftest import GROUP, VERSION
 from tidelog_operator import names
 from tidelog_operator.consumer_group.spark_runner import spec_digest
+from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(300)
 HELD = "tidelog.test/held"  # a finalizer of the test's own

@@ -11,11 +11,11 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from integration.cluster import wait_until
 from kafka_reference.tools import run_kafka_tool
 from kube_operator.conftest import GROUP, VERSION
 from tidelog.admin import AdminClient
 from tidelog.admin.topics import ConfigResourceType, NewTopic
+from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -12,8 +12,8 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from integration.cluster import wait_until
 from kubeapi.control_plane import ControlPlane, find_tool
+from waiting import wait_until
 
 WIDGET_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",

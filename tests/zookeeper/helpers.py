@@ -1,13 +1,12 @@
 """Shared by the ZooKeeper tests: a kazoo session as a context manager, an ensemble of
-three servers, the server that holds a session, waiting for a condition."""
+three servers, the server that holds a session."""
 
 from __future__ import annotations
 
 import os
 import signal
 import socket
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -25,15 +24,6 @@ def kazoo_session(hosts: str) -> Iterator[KazooClient]:
     finally:
         client.stop()
         client.close()
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 @contextmanager

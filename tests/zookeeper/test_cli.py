@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from tidelog.zookeeper import four_letter_word, zookeeper_libs
-from zookeeper.helpers import kazoo_session, wait_until
+from waiting import wait_until
+from zookeeper.helpers import kazoo_session
 
 CLI = Path(sys.executable).with_name("tidelog-zookeeper")
 READY = re.compile(r"zookeeper ready at 127\.0\.0\.1:(\d+)\n")
@@ -72,7 +73,12 @@ def test_serves_clients_and_sigterm_stops_it_with_status_0(tmp_path: Path) -> No
                 assert data == b"owner"
                 assert stat.ephemeralOwner == owner.client_id[0]
             # The owner's session is closed: ZooKeeper deletes its ephemeral node.
-            assert wait_until(lambda: observer.exists("/brokers/ids/7") is None)
+            wait_until(
+                lambda: observer.exists("/brokers/ids/7") is None,
+                "the closed session's ephemeral node deleted",
+                5,
+                interval=0.02,
+            )
             assert observer.exists("/brokers/ids") is not None
 
         process.send_signal(signal.SIGTERM)
@@ -95,7 +101,7 @@ def test_server_dies_with_a_killed_launcher(tmp_path: Path) -> None:
     with running_cli(tmp_path / "zk") as (process, port):
         process.kill()
         process.wait(timeout=5)
-        assert wait_until(lambda: _refuses_connections(port), timeout=10)
+        wait_until(lambda: _refuses_connections(port), "the server gone with its launcher", 10)
 
 
 def _run(env: dict[str, str], data_dir: Path) -> subprocess.CompletedProcess:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from integration.cluster import wait_until
 from tidelog.zookeeper import (
     ZooKeeperError,
     ZooKeeperServer,
@@ -16,6 +15,7 @@ from tidelog.zookeeper import (
     ZooKeeperStartError,
     four_letter_word,
 )
+from waiting import wait_until
 from zookeeper.helpers import kazoo_session, server_mode, zookeeper_ensemble
 
 
