@@ -16,13 +16,33 @@ def _bench_module(monkeypatch, name: str):
 
 
 @pytest.fixture
-def compare(monkeypatch):
-    return _bench_module(monkeypatch, "compare")
+def measure(monkeypatch):
+    return _bench_module(monkeypatch, "measure")
 
 
 @pytest.fixture
 def phases(monkeypatch):
     return _bench_module(monkeypatch, "phases")
+
+
+@pytest.fixture
+def plots(monkeypatch):
+    return _bench_module(monkeypatch, "plots")
+
+
+@pytest.fixture
+def report(monkeypatch):
+    return _bench_module(monkeypatch, "report")
+
+
+@pytest.fixture
+def settings(monkeypatch):
+    return _bench_module(monkeypatch, "settings")
+
+
+@pytest.fixture
+def throughput(monkeypatch):
+    return _bench_module(monkeypatch, "throughput")
 
 
 @pytest.fixture

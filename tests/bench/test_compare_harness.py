@@ -31,7 +31,9 @@ def _kill_with_its_brokers(run: subprocess.Popen) -> tuple[str, str]:
 
 
 @pytest.mark.timeout(960)  # 450 s alone; make test runs other tests beside it
-def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path, compare, wide_fetch):
+def test_a_quick_run_reports_every_scenario_for_both_systems(
+    tmp_path, settings, throughput, wide_fetch
+):
     # Its own session: the brokers it starts are in its process group, and a run past the
     # limit, or an interrupted test run, kills them with it (a killed harness alone left
     # its brokers running; its ZooKeeper has a session of its own and dies with its parent).
@@ -62,13 +64,13 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path, compare, 
     # median of those reads.
     for system in SYSTEMS:
         s2 = [r for r in rows if r["system"] == system and r["scenario"] == "S2"]
-        cases = [f"{size}B {codec}" for size, codec in compare.S1_CASES]
+        cases = [f"{size}B {codec}" for size, codec in throughput.S1_CASES]
         figures = ("throughput", "records", "broker CPU")
         assert sorted((r["case"], r["metric"]) for r in s2) == sorted(
             (case, figure) for case in cases for figure in figures
         ), s2
         for row in s2:
-            assert len(row["repeats"]) == compare.QUICK.s2_reads and min(row["repeats"]) > 0
+            assert len(row["repeats"]) == settings.QUICK.s2_reads and min(row["repeats"]) > 0
             assert row["value"] == statistics.median(row["repeats"]), row
 
     # Both cleaners compacted S5's topic: the harness saw its size on disk shrink.
@@ -121,7 +123,7 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(tmp_path, compare, 
         # leaders again
         repeated = [r for r in s11 if "repeats" in r]
         assert repeated and all(
-            len(r["repeats"]) == compare.QUICK.s11_repeats for r in repeated
+            len(r["repeats"]) == settings.QUICK.s11_repeats for r in repeated
         ), f"{system}: {repeated}"
 
     # Each restarted a broker after a clean stop and after a kill -9, and saw it serve
