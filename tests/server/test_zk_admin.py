@@ -10,8 +10,8 @@ from tidelog.controller.zk_client import (
     KafkaZkClient,
     PartitionsChangedError,
     ReassignmentInProgressError,
-    config_change_number,
 )
+from tidelog.controller.zk_configs import config_change_number
 from tidelog.controller.zk_data import TopicAssignment, new_uuid
 
 

@@ -11,15 +11,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, SessionExpiredError
 from kazoo.protocol.states import EventType, KeeperState, WatchedEvent
 
-from tidelog.controller.zk_client import (
-    BrokerIdTakenError,
-    KafkaZkClient,
-    StalePartitionStateError,
-    TopicExistsError,
-    until_answered,
-    worth_handling,
-)
+from tidelog.controller.zk_brokers import BrokerIdTakenError
+from tidelog.controller.zk_client import KafkaZkClient, StalePartitionStateError, TopicExistsError
 from tidelog.controller.zk_data import BrokerRegistration, PartitionState, TopicAssignment, new_uuid
+from tidelog.controller.zk_session import until_answered, worth_handling
 
 
 @pytest.fixture

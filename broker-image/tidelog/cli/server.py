@@ -15,11 +15,8 @@ import resource
 import signal
 import sys
 
-from tidelog.controller.zk_client import (
-    BrokerIdTakenError,
-    ZooKeeperStartStopped,
-    ZooKeeperUnavailableError,
-)
+from tidelog.controller.zk_brokers import BrokerIdTakenError
+from tidelog.controller.zk_session import ZooKeeperStartStopped, ZooKeeperUnavailableError
 from tidelog.server.config import BrokerConfig, ConfigError
 from tidelog.server.env_overrides import load_config
 from tidelog.server.idle_poll import new_event_loop

@@ -37,15 +37,10 @@ from tidelog.controller.refusal_watch import RefusalWatch
 from tidelog.controller.requests import LEADER_DURING_DELETE, PartitionLeadership
 from tidelog.controller.state_machines import PartitionState as PartitionPhase
 from tidelog.controller.state_machines import ReplicaState, StateMachines
-from tidelog.controller.zk_client import (
-    REGISTRATION_WAIT_FACTOR,
-    SESSION_ERRORS,
-    KafkaZkClient,
-    StalePartitionStateError,
-    until_answered,
-    worth_handling,
-)
+from tidelog.controller.zk_brokers import REGISTRATION_WAIT_FACTOR
+from tidelog.controller.zk_client import KafkaZkClient, StalePartitionStateError
 from tidelog.controller.zk_data import BrokerRegistration, PartitionState, TopicAssignment
+from tidelog.controller.zk_session import SESSION_ERRORS, until_answered, worth_handling
 
 __all__ = ["Controller"]
 

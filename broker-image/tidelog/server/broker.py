@@ -51,13 +51,9 @@ from tidelog.controller.requests import (
     ReplicaToStop,
     inter_broker_endpoint,
 )
-from tidelog.controller.zk_client import (
-    SESSION_ERRORS,
-    BrokerIdTakenError,
-    KafkaZkClient,
-    TopicExistsError,
-    config_change_number,
-)
+from tidelog.controller.zk_brokers import BrokerIdTakenError
+from tidelog.controller.zk_client import KafkaZkClient, TopicExistsError
+from tidelog.controller.zk_configs import config_change_number
 from tidelog.controller.zk_data import (
     DEFAULT_ENTITY,
     BrokerRegistration,
@@ -65,6 +61,7 @@ from tidelog.controller.zk_data import (
     TopicAssignment,
     new_uuid,
 )
+from tidelog.controller.zk_session import SESSION_ERRORS
 from tidelog.coordinator.group_coordinator import (
     OFFSETS_TOPIC,
     CoordinatorConfig,

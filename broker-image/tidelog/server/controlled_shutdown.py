@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from tidelog.admin.async_connection import AsyncBrokerConnection
 from tidelog.controller.requests import inter_broker_endpoint
-from tidelog.controller.zk_client import SESSION_ERRORS, ZooKeeperUnavailableError
+from tidelog.controller.zk_session import SESSION_ERRORS, ZooKeeperUnavailableError
 from tidelog.protocol import ApiKey, MalformedMessageError, request_class
 from tidelog.protocol.errors import ErrorCode
 
