@@ -5,25 +5,27 @@ import dataclasses
 
 import pytest
 
-from tidelog.server.config import BrokerConfig, ConfigSource
-from tidelog.server.handlers.configs import (
+from tidelog.protocol.admin_enums import ConfigSource
+from tidelog.server.config import BrokerConfig
+from tidelog.server.handlers.config_describe import (
+    DescribeOptions,
+    broker_synonyms,
+    describe_broker,
+    describe_topic,
+    format_value,
+)
+from tidelog.server.handlers.config_resources import (
     APPEND,
     BROKER,
     DELETE,
     SET,
     SUBTRACT,
     TOPIC,
-    TOPIC_CONFIGS,
     ConfigRequestError,
-    DescribeOptions,
-    _check_broker_keys,
-    apply_incremental,
-    broker_synonyms,
-    describe_broker,
-    describe_topic,
-    format_value,
 )
+from tidelog.server.handlers.configs import _check_broker_keys, apply_incremental
 from tidelog.storage.config import LogConfig
+from tidelog.storage.topic_configs import TOPIC_CONFIGS
 
 S = ConfigSource
 ALL = DescribeOptions(include_synonyms=True)

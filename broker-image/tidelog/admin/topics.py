@@ -18,7 +18,6 @@ same calls work against tidelog and against Apache Kafka.
 
 from __future__ import annotations
 
-import enum
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,8 +27,11 @@ from tidelog.admin.connection import BrokerConnection
 from tidelog.admin.errors import AdminError
 from tidelog.admin.groups import TopicPartition, _Deadline
 from tidelog.protocol import ApiKey
+from tidelog.protocol.admin_enums import ConfigResourceType, ConfigSource, ElectionType, OpType
 from tidelog.protocol.errors import ErrorCode
 
+# The wire enums come from tidelog.protocol.admin_enums (shared with the broker) and are
+# exported here too, where the admin client's callers look for them.
 __all__ = [
     "INTERNAL_TOPICS",
     "AlterConfigOp",
@@ -49,41 +51,6 @@ __all__ = [
 # Kafka's internal topics (Topic.isInternal).
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 _ZERO_UUID = uuid.UUID(int=0)
-
-
-class ElectionType(enum.IntEnum):
-    """ElectLeaders' election types."""
-
-    PREFERRED = 0
-    UNCLEAN = 1
-
-
-class ConfigResourceType(enum.IntEnum):
-    """DescribeConfigs' and IncrementalAlterConfigs' resource types."""
-
-    TOPIC = 2
-    BROKER = 4
-    BROKER_LOGGER = 8
-
-
-class ConfigSource(enum.IntEnum):
-    """Where a config value comes from (DescribeConfigs' config_source)."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-
-
-class OpType(enum.IntEnum):
-    """IncrementalAlterConfigs' operations."""
-
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
 
 
 @dataclass(frozen=True)

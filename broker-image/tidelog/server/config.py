@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tidelog.protocol.admin_enums import ConfigSource
+from tidelog.server.properties import parse_properties
 from tidelog.storage.config import LogConfig, LogConfigError
 
 __all__ = [
@@ -32,9 +34,7 @@ __all__ = [
     "BrokerConfig",
     "ConfigError",
     "ConfigKey",
-    "ConfigSource",
     "Scope",
-    "parse_properties",
     "read_properties_file",
 ]
 
@@ -52,17 +52,6 @@ class Scope(enum.Enum):
     READ_ONLY = "read-only"
     PER_BROKER = "per-broker"
     CLUSTER_WIDE = "cluster-wide"
-
-
-class ConfigSource(enum.IntEnum):
-    """DescribeConfigs' config source codes."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
 
 
 @dataclass(frozen=True)
@@ -287,30 +276,6 @@ _LOWER_BOUNDS = {
     "socket.idle.poll.us": 0,
 }
 
-_CONTINUATION = re.compile(r"(?<!\\)(\\\\)*\\$")
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Java ``.properties`` syntax: ``key=value`` or ``key: value``, ``#``/``!``
-    comments, backslash line continuations."""
-    properties: dict[str, str] = {}
-    logical = ""
-    for raw in text.splitlines():
-        line = raw.strip() if not logical else raw.lstrip()
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        if _CONTINUATION.search(line):
-            logical += line[:-1]
-            continue
-        logical += line
-        match = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", logical)
-        if match:
-            properties[match[1]] = match[2]
-        elif logical:
-            properties[logical] = ""
-        logical = ""
-    return properties
-
 
 def read_properties_file(path: Path | str) -> dict[str, str]:
     try:
@@ -322,19 +287,13 @@ def read_properties_file(path: Path | str) -> dict[str, str]:
 class BrokerConfig:
     """Static settings (file + overrides) layered with dynamic ones from ZooKeeper."""
 
-    def __init__(
-        self,
-        static: Mapping[str, str],
-        *,
-        cluster_dynamic: Mapping[str, str] | None = None,
-        broker_dynamic: Mapping[str, str] | None = None,
-    ):
+    def __init__(self, static: Mapping[str, str]):
         self.unknown = sorted(set(static) - set(BROKER_CONFIGS))
         self._static = {
             k: BROKER_CONFIGS[k].parse(v) for k, v in static.items() if k in BROKER_CONFIGS
         }
-        self._cluster = self._dynamic(cluster_dynamic or {})
-        self._broker = self._dynamic(broker_dynamic or {})
+        self._cluster: dict[str, object] = {}
+        self._broker: dict[str, object] = {}
         self._validate()
 
     @staticmethod
@@ -383,15 +342,6 @@ class BrokerConfig:
 
     # -- lookup ----------------------------------------------------------------------
 
-    def source_of(self, key: str) -> ConfigSource:
-        if key in self._broker:
-            return ConfigSource.DYNAMIC_BROKER_CONFIG
-        if key in self._cluster:
-            return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
-        if key in self._static:
-            return ConfigSource.STATIC_BROKER_CONFIG
-        return ConfigSource.DEFAULT_CONFIG
-
     def layers(self, key: str) -> list[tuple[ConfigSource, object]]:
         """Every value set for ``key``, highest precedence first (DescribeConfigs
         synonyms), ending with the default."""
@@ -408,9 +358,6 @@ class BrokerConfig:
 
     def __getitem__(self, key: str):
         return self.layers(key)[0][1]
-
-    def get(self, key: str, default=None):
-        return self[key] if key in BROKER_CONFIGS else default
 
     # -- derived values ------------------------------------------------------------------
 

@@ -5,14 +5,13 @@ election are left out of the answer, as Kafka does."""
 from __future__ import annotations
 
 from tidelog.protocol import ApiKey, response_class
+from tidelog.protocol.admin_enums import ElectionType
 from tidelog.protocol.errors import ErrorCode
 
 __all__ = ["handle_elect_leaders"]
 
 ElectLeadersResponse = response_class(ApiKey.ELECT_LEADERS)
 
-PREFERRED = 0
-UNCLEAN = 1
 MESSAGES = {
     ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE: "The preferred leader is not live or not in sync.",
     ErrorCode.ELECTION_NOT_NEEDED: "Leader election not needed for topic partition.",
@@ -48,8 +47,10 @@ def _response(results: dict[tuple[str, int], ErrorCode], error=ErrorCode.NONE):
 
 async def handle_elect_leaders(broker, header, request, context):
     asked = _asked(request)
-    election_type = request.election_type if header.request_api_version >= 1 else PREFERRED
-    if election_type not in (PREFERRED, UNCLEAN):
+    election_type = (
+        request.election_type if header.request_api_version >= 1 else ElectionType.PREFERRED
+    )
+    if election_type not in (ElectionType.PREFERRED, ElectionType.UNCLEAN):
         return _response(
             dict.fromkeys(asked or (), ErrorCode.INVALID_REQUEST), ErrorCode.INVALID_REQUEST
         )
@@ -57,7 +58,7 @@ async def handle_elect_leaders(broker, header, request, context):
         return _response(
             dict.fromkeys(asked or (), ErrorCode.NOT_CONTROLLER), ErrorCode.NOT_CONTROLLER
         )
-    if election_type == PREFERRED:
+    if election_type == ElectionType.PREFERRED:
         results = await broker.controller.elect_preferred_leaders(asked)
     else:
         results = await broker.controller.elect_unclean_leaders(asked)
