@@ -7,6 +7,15 @@ file slices of whole batches. Retention, DeleteRecords, truncation and the clean
 segment replacement change the segment list under one lock; readers take a snapshot of
 the list and never block appends.
 
+Flushing follows Kafka's ``flush.messages`` and ``flush.ms``: an append that leaves
+``flush.messages`` or more offsets between the recovery point and the log end fsyncs the
+log to its end before it returns (so before the produce is acknowledged), as Kafka's
+UnifiedLog.append does; the count is the offsets the batches span, read from their
+headers, never a walk over records. ``flush.ms`` is the LogManager's periodic flusher's
+(``last_flushed_ms`` tells it how long ago the recovery point last moved). With Kafka's
+defaults (both Long.MAX_VALUE) an append never fsyncs: segments are flushed when they
+roll and at shutdown.
+
 The log owns its partition's leader epoch cache (``leader_epoch``): an append records the
 epoch of its batches when it is new, truncations cut the cache where they cut the log,
 and a rising log start offset moves the cache's first entry up with it.
@@ -125,6 +134,8 @@ class Log:
         self._publish_end(next_offset)
         self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
         self.recovery_point = recovery_point
+        # When the recovery point last moved (Kafka's lastFlushTime), in ms of ``clock``.
+        self.last_flushed_ms = int(clock() * 1000)
         self.leader_epochs = leader_epochs
         # The checkpoint may hold epochs of data that a crash or a later truncation took
         # away, and epochs below a start offset that rose since it was written.
@@ -342,6 +353,8 @@ class Log:
         segment.append(pieces, batches)
         self.producer_state.update(batches)
         self._publish_end(last.next_offset)
+        if last.next_offset - self.recovery_point >= self.config.flush_messages:
+            self.flush()  # flush.messages: durable before the caller acknowledges it
         return AppendInfo(
             first_offset=first_offset,
             last_offset=last.last_offset,
@@ -478,8 +491,9 @@ class Log:
 
     def flush(self, offset: int | None = None) -> None:
         """fsync every segment holding offsets below ``offset`` (default: everything) and
-        move the recovery point there; the leader epochs of those offsets are
-        checkpointed first (recovery re-reads only the epochs past the recovery point)."""
+        move the recovery point there (``last_flushed_ms`` with it); the leader epochs
+        of those offsets are checkpointed first (recovery re-reads only the epochs past
+        the recovery point). Nothing is fsynced when the recovery point is there already."""
         with self._lock:
             target = self._next_offset if offset is None else min(offset, self._next_offset)
             bases, segments = self._view
@@ -497,8 +511,9 @@ class Log:
         with self._lock:
             # Unless a truncation came in between: what was appended since may be
             # below the target, unflushed, and of an epoch not yet checkpointed.
-            if self._truncations == truncations:
-                self.recovery_point = max(self.recovery_point, target)
+            if self._truncations == truncations and target > self.recovery_point:
+                self.recovery_point = target
+                self.last_flushed_ms = int(self._clock() * 1000)
 
     def truncate_to(self, offset: int) -> bool:
         """Remove every offset >= ``offset`` (a follower diverged from its leader)."""

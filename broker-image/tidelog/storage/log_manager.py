@@ -22,6 +22,14 @@ directories its own order can leave), or the current log's directory is gone and
 future log is the only copy left. The current log is never deleted before the future one
 has replaced it.
 
+Flushing (Kafka's "kafka-log-flusher"): every ``flush_scheduler_interval_ms``
+(``log.flush.scheduler.interval.ms``; Kafka's default Long.MAX_VALUE leaves it off) the
+scheduler's thread flushes each log, future logs included, whose last flush is at least
+its ``flush.ms`` old (:meth:`LogManager.flush_dirty_logs`). The first run comes one
+interval after :meth:`LogManager.startup`; a non-positive interval runs it once then, as
+Kafka's scheduler does with a period that is not positive. ``flush.messages`` is the
+log's own (see ``storage/log.py``).
+
 Each directory holds ``meta.properties``, the offset checkpoints and, after a clean
 shutdown, the ``.kafka_cleanshutdown`` marker; a directory without the marker has its
 logs recovered past their recovery points. A directory that fails (unreadable,
@@ -85,6 +93,8 @@ DELETE_DIR_SUFFIX = "-delete"
 TopicPartition = tuple[str, int]
 T = TypeVar("T")
 
+_LONG_MAX = 2**63 - 1
+
 
 def _suffixed_dir_name(topic_partition: TopicPartition, suffix: str) -> str:
     """Kafka's ``<topic>-<partition>.<uuid without dashes><suffix>``."""
@@ -119,6 +129,7 @@ class LogManager:
         scheduler: Scheduler | None = None,
         cleaner_config: CleanerConfig | None = None,
         on_dir_failure: Callable[[Path, str], None] | None = None,
+        flush_scheduler_interval_ms: int = _LONG_MAX,
     ):
         self.log_dirs = [Path(d).resolve() for d in log_dirs]
         if not self.log_dirs:
@@ -130,6 +141,8 @@ class LogManager:
         self._clock = clock
         self._owns_scheduler = scheduler is None
         self.scheduler = scheduler or Scheduler()
+        self._flush_scheduler_interval_ms = flush_scheduler_interval_ms
+        self._shutting_down = False  # the periodic flusher stops rescheduling itself
         self.cleaner = LogCleaner(
             cleaner_config or CleanerConfig(), self.log_dirs, lambda: self._logs, clock=clock
         )
@@ -165,6 +178,7 @@ class LogManager:
         if not self.online_dirs:
             raise KafkaStorageError(f"no usable log directory among {self.log_dirs}")
         self.cleaner.start()
+        self._schedule_flusher()
 
     def _prepare_dir(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -260,6 +274,7 @@ class LogManager:
     def shutdown(self) -> None:
         """Stop the cleaner, finish deferred work, then flush and close every log,
         checkpoint, and mark each directory clean."""
+        self._shutting_down = True
         self.cleaner.shutdown()
         if self._owns_scheduler:
             self.scheduler.shutdown()
@@ -614,11 +629,35 @@ class LogManager:
         return deleted
 
     def flush_dirty_logs(self) -> None:
-        for log in list(self._logs.values()):
+        """Flush every log, future logs included, whose recovery point last moved
+        ``flush.ms`` or longer ago (by the injected clock). A log whose directory fails
+        meanwhile is skipped; its directory goes offline."""
+        now_ms = int(self._clock() * 1000)
+        for log in [*list(self._logs.values()), *list(self._future_logs.values())]:
+            if now_ms - log.last_flushed_ms < log.config.flush_ms:
+                continue
             try:
                 self.guarded(log, log.flush)
             except KafkaStorageError:
                 continue
+
+    def _schedule_flusher(self) -> None:
+        """Run :meth:`flush_dirty_logs` every ``flush_scheduler_interval_ms`` on the
+        scheduler's thread; never when the interval is longer than a thread can wait
+        (Kafka's default, Long.MAX_VALUE, means off)."""
+        interval_s = self._flush_scheduler_interval_ms / 1000
+        if interval_s >= threading.TIMEOUT_MAX:
+            return
+        self.scheduler.schedule(max(interval_s, 0.0), self._run_flusher)
+
+    def _run_flusher(self) -> None:
+        if self._shutting_down:
+            return
+        try:
+            self.flush_dirty_logs()
+        finally:
+            if self._flush_scheduler_interval_ms > 0 and not self._shutting_down:
+                self._schedule_flusher()
 
     def checkpoint(self, high_watermarks: Mapping[TopicPartition, int] | None = None) -> None:
         """Write the recovery-point and log-start checkpoints (and the replication one,
