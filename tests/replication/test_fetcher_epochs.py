@@ -10,22 +10,51 @@ its fetch state is the one the request was built from.
 
 from __future__ import annotations
 
-import asyncio
-
 from replication.test_throttled_fetch import (  # noqa: F401 (leader: a fixture)
     FOLLOWER,
     LEADER,
+    WAIT_S,
     Follower,
     Leader,
-    eventually,
     leader,
     run_with_follower,
 )
+from tidelog.protocol.errors import ErrorCode
 from tidelog.replication import fetcher
+from waiting import wait_until_async
 
 BACKOFF_MS = 60_000  # far longer than any wait here: a partition put off is seen stuck
 LONG_POLL_MS = 5_000  # the follower's fetch waits at the leader while the epoch moves
 IDLE_POLL_MS = 60_000  # a fetch of idle partitions alone would outlast every wait here
+
+
+async def caught_up(leader: Leader, follower: Follower, partition: int) -> None:  # noqa: F811
+    await wait_until_async(
+        lambda: follower.end_offset(partition) == leader.log(partition).log_end_offset,
+        f"the follower caught up on partition {partition}",
+        WAIT_S,
+    )
+
+
+async def fetch_waiting(follower: Follower) -> int:
+    """Wait until a fetch of the follower waits at the leader; how many were answered
+    before it (a fetcher has one fetch out at a time)."""
+    await wait_until_async(
+        lambda: follower.fetches_arrived > len(follower.fetched),
+        "a fetch waiting at the leader",
+        WAIT_S,
+    )
+    return len(follower.fetched)
+
+
+async def answered_and_asked_again(follower: Follower, answered: int) -> None:
+    """The leader answered the follower's fetch number ``answered + 1``, and the next one
+    arrived: the follower has read that answer (each broker's requests are in order)."""
+    await wait_until_async(
+        lambda: len(follower.fetched) > answered and follower.fetches_arrived > answered + 1,
+        f"fetch {answered + 1} answered and the next one sent",
+        WAIT_S,
+    )
 
 
 async def follow_two_partitions(leader: Leader, follower: Follower) -> None:  # noqa: F811
@@ -35,8 +64,8 @@ async def follow_two_partitions(leader: Leader, follower: Follower) -> None:  # 
         leader.lead(partition, [LEADER, FOLLOWER], epoch=1)
         leader.produce(partition)
         follower.follow(partition, epoch=1)
-    await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
-    await eventually(lambda: follower.end_offset(1) == leader.log(1).log_end_offset)
+    await caught_up(leader, follower, 0)
+    await caught_up(leader, follower, 1)
 
 
 def test_an_answer_to_the_old_epoch_does_not_hold_up_the_new_one(tmp_path, leader):  # noqa: F811
@@ -53,7 +82,7 @@ def test_an_answer_to_the_old_epoch_does_not_hold_up_the_new_one(tmp_path, leade
         follower.follow(0, epoch=2)  # its fetch is waiting at the leader
         leader.lead(0, [LEADER, FOLLOWER], epoch=2)  # which answers it FENCED_LEADER_EPOCH
         leader.produce(0, batches=1)
-        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+        await caught_up(leader, follower, 0)
 
     run_with_follower(tmp_path, leader, scenario, max_wait_ms=LONG_POLL_MS, backoff_ms=BACKOFF_MS)
 
@@ -68,13 +97,17 @@ def test_a_leader_behind_the_followers_epoch_is_asked_again_soon(tmp_path, leade
         leader.lead(0, [LEADER, FOLLOWER], epoch=1)
         leader.produce(0)
         follower.follow(0, epoch=1)
-        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+        await caught_up(leader, follower, 0)
 
         follower.follow(0, epoch=2)
-        await asyncio.sleep(0.3)  # asked at once, and answered UNKNOWN_LEADER_EPOCH
+        await wait_until_async(  # asked at once, and answered UNKNOWN_LEADER_EPOCH
+            lambda: any(a.get(0) == ErrorCode.UNKNOWN_LEADER_EPOCH for a in follower.epoch_answers),
+            "partition 0's OffsetForLeaderEpoch answered UNKNOWN_LEADER_EPOCH",
+            WAIT_S,
+        )
         leader.lead(0, [LEADER, FOLLOWER], epoch=2)
         leader.produce(0, batches=1)
-        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+        await caught_up(leader, follower, 0)
 
     run_with_follower(tmp_path, leader, scenario, max_wait_ms=LONG_POLL_MS, backoff_ms=BACKOFF_MS)
 
@@ -90,11 +123,12 @@ def test_a_put_off_partition_does_not_wait_for_a_long_poll_of_the_others(tmp_pat
     async def scenario(follower: Follower, _clock):
         await follow_two_partitions(leader, follower)
 
+        waiting = await fetch_waiting(follower)
         leader.lead(0, [LEADER, FOLLOWER], epoch=2)  # answers the waiting fetch FENCED
-        await asyncio.sleep(0.3)  # a fetch of partition 1 alone is out now
+        await answered_and_asked_again(follower, waiting)  # partition 1 alone is out now
         follower.follow(0, epoch=2)
         leader.produce(0, batches=1)
-        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+        await caught_up(leader, follower, 0)
 
     run_with_follower(tmp_path, leader, scenario, max_wait_ms=IDLE_POLL_MS, backoff_ms=BACKOFF_MS)
 
@@ -116,11 +150,14 @@ def test_a_fenced_follower_waits_for_its_leader_and_isr_not_for_a_poll_of_the_ot
     async def scenario(follower: Follower, _clock):
         await follow_two_partitions(leader, follower)
 
+        waiting = await fetch_waiting(follower)
         leader.lead(0, [LEADER, FOLLOWER], epoch=2)  # answers the waiting fetch FENCED
-        await asyncio.sleep(0.3)  # the answer is in; the LeaderAndIsr comes after it
+        await wait_until_async(  # the answer is out; the LeaderAndIsr comes after it
+            lambda: len(follower.fetched) > waiting, "the waiting fetch answered", WAIT_S
+        )
         follower.follow(0, epoch=2)
         leader.produce(0, batches=1)
-        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+        await caught_up(leader, follower, 0)
 
     run_with_follower(tmp_path, leader, scenario, max_wait_ms=IDLE_POLL_MS, backoff_ms=BACKOFF_MS)
 
@@ -137,14 +174,16 @@ def test_a_follower_in_a_long_poll_takes_up_a_new_partition_of_its_leader(tmp_pa
         leader.lead(1, [LEADER, FOLLOWER], epoch=1)
         leader.produce(1)
         follower.follow(1, epoch=1)
-        await eventually(lambda: follower.end_offset(1) == leader.log(1).log_end_offset)
-        await asyncio.sleep(0.3)  # its fetch of partition 1 waits at the leader now
+        await caught_up(leader, follower, 1)
+        waiting = await fetch_waiting(follower)  # its fetch of partition 1, at the leader
 
         leader.lead(0, [LEADER, FOLLOWER], epoch=1)
         leader.produce(0)
-        await asyncio.sleep(0.3)  # the follower's LeaderAndIsr comes after the leader's
+        # The follower's LeaderAndIsr comes after the leader's has sent its waiting fetch
+        # back (and the follower asked again).
+        await answered_and_asked_again(follower, waiting)
         follower.follow(0, epoch=1)
-        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+        await caught_up(leader, follower, 0)
 
     run_with_follower(tmp_path, leader, scenario, max_wait_ms=IDLE_POLL_MS, backoff_ms=BACKOFF_MS)
 
@@ -168,6 +207,6 @@ def test_a_leader_and_isr_that_comes_while_a_fenced_answer_is_on_its_way_is_not_
         leader.lead(2, [LEADER, FOLLOWER], epoch=1)
         leader.produce(2)
         follower.follow(2, epoch=1)  # the fetcher has not read the FENCED answer yet
-        await eventually(lambda: follower.end_offset(2) == leader.log(2).log_end_offset)
+        await caught_up(leader, follower, 2)
 
     run_with_follower(tmp_path, leader, scenario, max_wait_ms=IDLE_POLL_MS, backoff_ms=BACKOFF_MS)

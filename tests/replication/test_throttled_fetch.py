@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from tidelog.server.metadata_cache import MetadataCache
 from tidelog.server.network import ConnectionContext, SocketServer
 from tidelog.storage.cleaner import CleanerConfig
 from tidelog.storage.log_manager import LogManager
+from waiting import wait_until_async
 
 LEADER, FOLLOWER = 1, 2
 TOPIC = "moving"
@@ -226,12 +226,16 @@ def test_a_follower_being_added_to_the_isr_is_not_throttled(leader):
 
 @dataclass
 class Follower:
-    """Broker 2: its logs, its replica manager (with the follower quota) and a record
-    of the partitions each Fetch it sent to broker 1 asked for."""
+    """Broker 2: its logs, its replica manager (with the follower quota) and, as broker 1
+    saw them, its requests: how many Fetches arrived, the partitions each answered Fetch
+    asked for (in the order answered), and each OffsetForLeaderEpoch answer's error by
+    partition."""
 
     replica_manager: ReplicaManager
     quota: ReplicationQuota
+    fetches_arrived: int = 0
     fetched: list[set[int]] = field(default_factory=list)
+    epoch_answers: list[dict[int, int]] = field(default_factory=list)
 
     def follow(self, partition: int, epoch: int = EPOCH, isr: tuple = (LEADER,)) -> None:
         error = self.replica_manager.become_leader_or_follower(
@@ -249,12 +253,6 @@ class Follower:
         return self.replica_manager.partitions[(TOPIC, partition)].log.log_end_offset
 
 
-async def eventually(condition: Callable[[], bool]) -> None:
-    async with asyncio.timeout(WAIT_S):
-        while not condition():
-            await asyncio.sleep(0.01)
-
-
 def run_with_follower(
     tmp_path, leader: Leader, scenario, *, max_wait_ms: int = 50, backoff_ms: int = 20
 ) -> None:
@@ -270,6 +268,8 @@ def run_with_follower(
         async def recording_fetch(broker, header, request, context):
             """Notes the partitions each of the follower's fetches covers: those of its
             fetch session (an incremental fetch names only what changed)."""
+            if request.replica_id == FOLLOWER:
+                follower.fetches_arrived += 1
             response = await handle_fetch(broker, header, request, context)
             if request.replica_id == FOLLOWER:
                 session = broker.fetch_sessions.get(response.session_id)
@@ -277,9 +277,16 @@ def run_with_follower(
                 follower.fetched.append({partition for _, partition in session.partitions})
             return response
 
+        async def recording_offsets_for_leader_epoch(broker, header, request, context):
+            response = await handle_offsets_for_leader_epoch(broker, header, request, context)
+            follower.epoch_answers.append(
+                {p.partition: p.error_code for topic in response.topics for p in topic.partitions}
+            )
+            return response
+
         handlers = {
             ApiKey.FETCH: recording_fetch,
-            ApiKey.OFFSET_FOR_LEADER_EPOCH: handle_offsets_for_leader_epoch,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: recording_offsets_for_leader_epoch,
         }
         network = SocketServer(
             RequestDispatcher(leader, handlers), max_request_bytes=100 << 20, idle_timeout_ms=-1
@@ -326,15 +333,19 @@ def test_the_follower_leaves_throttled_partitions_out_of_its_fetches(tmp_path, l
 
         # Partition 1 is copied whole while the quota is exceeded; partition 0 is never
         # asked for.
-        await eventually(lambda: follower.end_offset(1) == end)
-        await eventually(lambda: len(follower.fetched) >= 3)
+        await wait_until_async(
+            lambda: follower.end_offset(1) == end, "the follower caught up on partition 1", WAIT_S
+        )
+        await wait_until_async(lambda: len(follower.fetched) >= 3, "three fetches", WAIT_S)
         assert follower.end_offset(0) == 0
         assert all(asked == {1} for asked in follower.fetched)
         assert follower.quota.measured_rate() == 1_000_000  # partition 1 is not counted
 
         # The quota's window passes: partition 0 is fetched, and its bytes count.
         clock.now_ms += 11_000
-        await eventually(lambda: follower.end_offset(0) == end)
+        await wait_until_async(
+            lambda: follower.end_offset(0) == end, "the follower caught up on partition 0", WAIT_S
+        )
         assert {0, 1} in follower.fetched
         assert follower.quota.measured_rate() == leader.log(0).size
 
@@ -342,7 +353,11 @@ def test_the_follower_leaves_throttled_partitions_out_of_its_fetches(tmp_path, l
         follower.quota.record(1_000_000)
         assert follower.quota.is_exceeded()
         leader.produce(0, batches=2)
-        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+        await wait_until_async(
+            lambda: follower.end_offset(0) == leader.log(0).log_end_offset,
+            "the follower caught up on partition 0",
+            WAIT_S,
+        )
 
     run_with_follower(tmp_path, leader, scenario)
 
@@ -361,23 +376,37 @@ def test_a_new_epoch_that_names_the_follower_in_the_isr_is_not_throttled(tmp_pat
             leader.lead(partition, [LEADER])
             leader.produce(partition)
             follower.follow(partition)
-        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+        await wait_until_async(
+            lambda: follower.end_offset(0) == leader.log(0).log_end_offset,
+            "the follower caught up on partition 0",
+            WAIT_S,
+        )
 
         follower.quota.record(1_000_000)
         assert follower.quota.is_exceeded()
         leader.lead(0, [LEADER, FOLLOWER], epoch=EPOCH + 1)
         follower.follow(0, epoch=EPOCH + 1, isr=(LEADER, FOLLOWER))
         leader.produce(0, batches=2)
-        await eventually(lambda: follower.end_offset(0) == leader.log(0).log_end_offset)
+        await wait_until_async(
+            lambda: follower.end_offset(0) == leader.log(0).log_end_offset,
+            "the follower caught up on partition 0",
+            WAIT_S,
+        )
 
         copied = follower.end_offset(0)
         leader.lead(0, [LEADER], epoch=EPOCH + 2)
         follower.follow(0, epoch=EPOCH + 2)
         leader.produce(0, batches=2)
         leader.produce(1, batches=2)
-        await eventually(lambda: follower.end_offset(1) == leader.log(1).log_end_offset)
+        await wait_until_async(
+            lambda: follower.end_offset(1) == leader.log(1).log_end_offset,
+            "the follower caught up on partition 1",
+            WAIT_S,
+        )
         fetches = len(follower.fetched)
-        await eventually(lambda: len(follower.fetched) >= fetches + 3)
+        await wait_until_async(
+            lambda: len(follower.fetched) >= fetches + 3, "three more fetches", WAIT_S
+        )
         assert follower.fetched[-1] == {1}
         assert follower.end_offset(0) == copied
 
