@@ -39,6 +39,7 @@ from settings import (
     SYSTEMS,
     Scale,
 )
+from throughput import S1_FLUSH_TOPIC
 
 from tidelog.zookeeper import find_java
 
@@ -235,6 +236,10 @@ def write_report(
         "",
         f"- scale: {scale}",
         "- both brokers: " + ", ".join(f"`{k}={v}`" for k, v in BROKER_SETTINGS.items()),
+        "- S1's flush cases: topics with "
+        + ", ".join(f"`{k}={v}`" for k, v in S1_FLUSH_TOPIC.items())
+        + " on both, each case named by it; the other S1 cases keep both systems' default "
+        "(no fsync per append)",
         "- S5 topic: "
         + ", ".join(f"`{k}={v}`" for k, v in COMPACTED_TOPIC.items())
         + f", `segment.bytes={scale.s5_segment_bytes}`, `segment.ms={scale.s5_segment_ms}`",

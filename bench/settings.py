@@ -29,8 +29,9 @@ RESULTS = ROOT / "bench" / "results"
 SYSTEMS = ("kafka", "tidelog")
 
 # The same broker settings for both systems. Segment size and flush policy are both
-# systems' defaults (1 GiB, no fsync per write: log.flush.interval.messages unset);
-# the cleaner settings make S5 observable within minutes.
+# systems' defaults (1 GiB, no fsync per write: log.flush.interval.messages unset; S1's
+# flush cases set flush.messages=1 on their topics, throughput.S1_FLUSH_TOPIC); the
+# cleaner settings make S5 observable within minutes.
 BROKER_SETTINGS = {
     "num.partitions": "1",
     "default.replication.factor": "1",
@@ -72,6 +73,7 @@ ZOOKEEPER_TICK_MS = 2000
 @dataclass(frozen=True)
 class Scale:
     s1_megabytes: int  # per S1 case and tool
+    s1_flush_sizes: tuple[int, ...]  # record sizes of S1's flush.messages=1 cases
     s2_reads: int  # of each S1 loadgen topic, per session; S2's figures are their median
     s3_seconds: float
     s3_rate_mb: float
@@ -107,6 +109,7 @@ class Scale:
 
 FULL = Scale(
     s1_megabytes=100,
+    s1_flush_sizes=(100, 1024),
     s2_reads=5,
     s3_seconds=15,
     s3_rate_mb=5,
@@ -141,6 +144,7 @@ FULL = Scale(
 )
 QUICK = Scale(
     s1_megabytes=4,
+    s1_flush_sizes=(1024,),
     s2_reads=2,
     s3_seconds=2,
     s3_rate_mb=5,

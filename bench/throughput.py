@@ -1,8 +1,8 @@
 """S1, S2, S3 and S6 of ``make bench``, on one broker: produce with both load generators
-(S1, with S6's peak RSS during it), consume what S1's loadgen wrote (S2), and end-to-end
-latency at a fixed rate (S3); also the produce machinery that S7 runs on its clusters
-(:class:`ProduceCase`, :func:`produce_with_both_tools`, the figures of a load
-generator's result).
+(S1, with S6's peak RSS during it, then again into topics that flush every append),
+consume what S1's loadgen wrote (S2), and end-to-end latency at a fixed rate (S3); also
+the produce machinery that S7 runs on its clusters (:class:`ProduceCase`,
+:func:`produce_with_both_tools`, the figures of a load generator's result).
 
 Each scenario takes a started :class:`session.Session` and records its figures there.
 """
@@ -21,6 +21,7 @@ from settings import Scale
 
 __all__ = [
     "S1_CASES",
+    "S1_FLUSH_TOPIC",
     "ProduceCase",
     "cpu_per_gb",
     "produce_with_both_tools",
@@ -28,12 +29,17 @@ __all__ = [
     "record_acks",
     "record_cpu",
     "record_rates",
+    "s1_flushed",
     "s1_produce",
     "s2_consume",
     "s3_latency",
 ]
 
 S1_CASES = [(size, codec) for size in (100, 1024) for codec in ("none", "lz4")]
+# The topic config of S1's flush cases (records of ``Scale.s1_flush_sizes``, no
+# compression), on both systems: a partition's log is written out to disk (fsync) after
+# every append, where the default cases leave it to the page cache.
+S1_FLUSH_TOPIC = {"flush.messages": "1"}
 
 
 @dataclass(frozen=True)
@@ -108,7 +114,8 @@ def produce_with_both_tools(
 
 
 def s1_produce(session: Session, scale: Scale, profile: Path | None) -> dict:
-    """Returns the record counts of the loadgen topics for S2."""
+    """Returns the record counts of the loadgen topics for S2. S6's peak RSS is taken
+    over the default cases (:data:`S1_CASES`), the flush cases come after it."""
     counts = {}
     with PeakRss(session.pids) as peak:
         for size, codec in S1_CASES:
@@ -117,7 +124,19 @@ def s1_produce(session: Session, scale: Scale, profile: Path | None) -> dict:
             topic = produce_with_both_tools(session, "S1", case, count, profile=profile)
             counts[(size, codec)] = (topic, count)
     session.record("S6", "under S1", "-", "peak RSS", peak.peak, "MB")
+    for size in scale.s1_flush_sizes:
+        s1_flushed(session, scale, size, profile)
     return counts
+
+
+def s1_flushed(session: Session, scale: Scale, size: int, profile: Path | None) -> None:
+    """S1's produce of ``size``-byte records without compression, as a default case, into
+    topics with :data:`S1_FLUSH_TOPIC`; its case is the default case's, flush config
+    appended. S2 does not read them."""
+    config = ", ".join(f"{k}={v}" for k, v in S1_FLUSH_TOPIC.items())
+    case = ProduceCase(f"s1-{size}-none-flush", f"{size}B none, {config}", size)
+    count = scale.s1_megabytes * loadgen.MB // size
+    produce_with_both_tools(session, "S1", case, count, S1_FLUSH_TOPIC, profile)
 
 
 def s2_consume(session: Session, counts: dict, reads: int, profile: Path | None) -> None:

@@ -60,6 +60,19 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(
         measured = {r["scenario"] for r in rows if r["system"] == system and r["value"]}
         assert measured == SCENARIOS, f"{system} lacks {SCENARIOS - measured}"
 
+    # Each produced S1's default cases and, into topics of flush.messages=1, its flush
+    # cases, with both tools.
+    for system in SYSTEMS:
+        produced = {
+            (r["case"], r["tool"])
+            for r in rows
+            if (r["system"], r["scenario"], r["metric"]) == (system, "S1", "throughput")
+            and r["value"]
+        }
+        cases = [f"{size}B {codec}" for size, codec in throughput.S1_CASES]
+        cases += [f"{size}B none, flush.messages=1" for size in settings.QUICK.s1_flush_sizes]
+        assert produced == {(case, tool) for case in cases for tool in ("perf-test", "loadgen")}
+
     # Each read every S1 loadgen topic as often as the scale says, each S2 figure the
     # median of those reads.
     for system in SYSTEMS:
