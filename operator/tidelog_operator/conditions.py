@@ -6,11 +6,15 @@ Cluster:
 
 * ``Ready``: every broker answers and no partition is offline. False with
   ``BrokersNotReady`` (how many answer), ``ZooKeeperNotReady``, ``PartitionsOffline``.
-* ``Progressing``: the operator is changing something. True with ``Creating``,
-  ``RollingRestart`` (which broker, and what it waits for), ``DrainingVolumes`` (the log
+* ``Progressing``: the operator is changing something, or what it waits for. True with
+  ``Creating`` (until the Cluster is first Ready), ``RollingRestart`` (which broker,
+  and what it waits for), ``DrainingVolumes`` (the log
   dirs of removed volumes emptying, and how many replicas are left), ``Scaling`` (what moves, and
   how far it got; a requested replica rebalance and the copy of the replicas of failed
-  log dirs too); False with ``Idle``, ``ScaleDownRefused`` (the topic whose replication
+  log dirs too, and what a scaling waits for); False with ``Idle``,
+  ``RollingRestartStuck`` (a broker the roll restarted its stated number of times did
+  not come back: a person must look; the roll resumes when the spec changes),
+  ``ScaleDownRefused`` (the topic whose replication
   factor the remaining brokers could not hold; nothing moves), or ``DrainRefused`` (the
   replicas of a failed log dir have no other broker to go to).
 * ``Degraded``: something is wrong that needs a person. True with
@@ -73,6 +77,7 @@ class Reason:
     ALL_BROKERS_READY = "AllBrokersReady"
     CREATING = "Creating"
     ROLLING_RESTART = "RollingRestart"
+    ROLLING_RESTART_STUCK = "RollingRestartStuck"
     SCALING = "Scaling"
     SCALE_DOWN_REFUSED = "ScaleDownRefused"
     DRAIN_REFUSED = "DrainRefused"

@@ -26,19 +26,19 @@ meanwhile does not bring them back).
 
 from __future__ import annotations
 
-import re
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["VolumeDecision", "VolumeObservation", "decide_volumes", "volume_of"]
-
-_LOG_DIR = re.compile(r".*/data-(\d+)/?")
+__all__ = ["VolumeAction", "VolumeDecision", "VolumeObservation", "decide_volumes"]
 
 
-def volume_of(log_dir: str) -> int | None:
-    """The volume whose log dir this is (``.../data-<id>``), None for another dir."""
-    match = _LOG_DIR.fullmatch(log_dir)
-    return int(match.group(1)) if match else None
+class VolumeAction(enum.Enum):
+    NONE = "none"
+    DRAIN = "drain"
+    WAIT = "wait"
+    UNMOUNT = "unmount"
+    CLEAR = "clear"
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class VolumeDecision:
     StatefulSet loses ``volumes``), ``clear`` (the draining entries of ``brokers`` lose
     the dirs of ``volumes``: the removal is done)."""
 
-    action: str
+    action: VolumeAction
     mount: frozenset[int]
     volumes: tuple[int, ...] = ()
     brokers: tuple[int, ...] = ()
@@ -81,7 +81,7 @@ def decide_volumes(seen: VolumeObservation) -> VolumeDecision:
         down = sorted(seen.brokers - set(seen.holding))
         if down:
             reason = f"brokers {down} must be live to drain {_dirs(removed)}"
-            return VolumeDecision("wait", keep, removed, reason=reason)
+            return VolumeDecision(VolumeAction.WAIT, keep, removed, reason=reason)
         undrained = tuple(
             b
             for b, held in sorted(seen.holding.items())
@@ -89,21 +89,25 @@ def decide_volumes(seen: VolumeObservation) -> VolumeDecision:
         )
         if undrained:
             reason = f"draining {_dirs(removed)} on brokers {list(undrained)} before removal"
-            return VolumeDecision("drain", keep, removed, undrained, reason)
+            return VolumeDecision(VolumeAction.DRAIN, keep, removed, undrained, reason)
         left = {v: seen.replicas_in.get(v, 0) for v in removed if seen.replicas_in.get(v, 0)}
         if left:
             held = ", ".join(f"{n} in data-{v}" for v, n in left.items())
-            return VolumeDecision("wait", keep, removed, reason=f"replicas still to move: {held}")
+            return VolumeDecision(
+                VolumeAction.WAIT, keep, removed, reason=f"replicas still to move: {held}"
+            )
         reason = f"{_dirs(removed)} empty on every broker: the brokers restart without it"
-        return VolumeDecision("unmount", seen.desired, removed, reason=reason)
+        return VolumeDecision(VolumeAction.UNMOUNT, seen.desired, removed, reason=reason)
     leaving = tuple(sorted(seen.pods - seen.desired))
     if leaving:
         reason = f"the roll restarts the brokers without {_dirs(leaving)}"
-        return VolumeDecision("none", seen.desired, leaving, reason=reason)
+        return VolumeDecision(VolumeAction.NONE, seen.desired, leaving, reason=reason)
     if seen.unmounted:
         volumes = tuple(sorted(seen.unmounted))
         reason = f"{_dirs(volumes)} gone from every broker"
-        return VolumeDecision("clear", seen.desired, volumes, tuple(sorted(seen.holding)), reason)
+        return VolumeDecision(
+            VolumeAction.CLEAR, seen.desired, volumes, tuple(sorted(seen.holding)), reason
+        )
     added = sorted(seen.desired - mounted)
     reason = f"mounting {_dirs(added)}" if added else ""
-    return VolumeDecision("none", seen.desired, reason=reason)
+    return VolumeDecision(VolumeAction.NONE, seen.desired, reason=reason)

@@ -2,8 +2,10 @@
 one action out, pure; ``scaling_moves.py`` observes and acts.
 
 Brokers are the pods ``0 .. running-1`` of the StatefulSet and the spec wants
-``desired`` of them. ``spread`` is how many brokers the data was last spread over (the
-status' ``spreadBrokers``). Each pass, in this order:
+``desired`` of them. Which brokers hold replicas is read off the assignment each pass,
+never kept as a count: a staying broker that is live and holds no replica is filled
+(or, when the planner finds nothing to move onto it, reported), however long after
+its start the operator first sees it. Each pass, in this order:
 
 1. a reassignment in progress (ours or anyone's): wait; when ours has finished, ``finish``
    (throttles removed, preferred leaders elected, the outcome on the status);
@@ -15,8 +17,9 @@ status' ``spreadBrokers``). Each pass, in this order:
    ``desired`` (nothing moves); while the leaving brokers (the highest ids) hold replicas,
    ``remove-brokers`` drains them through the planner; once they hold none, ``shrink``
    the StatefulSet to ``desired``;
-4. scale-up (``spread < running``): once the new brokers have registered,
-   ``add-brokers`` spreads the replicas onto them through the planner;
+4. scale-up: staying brokers that hold no replica (``empty``) while others do:
+   ``add-brokers`` spreads the replicas onto them through the planner, once every
+   staying broker that holds none has registered (until then, ``wait``);
 5. balancing (``balance.py``): ``rebalance-replicas`` when asked for, ``elect-leaders``
    when asked for or due;
 6. lost replicas of partitions that have a replica on every live broker already
@@ -36,19 +39,33 @@ scale-up starts as soon as the new pods are in; a scale-down shrinks only here.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
-__all__ = ["ScaleDecision", "ScaleObservation", "brokers_to_run", "decide_scale"]
+__all__ = ["ScaleAction", "ScaleDecision", "ScaleObservation", "brokers_to_run", "decide_scale"]
 
 TopicPartition = tuple[str, int]
+
+
+class ScaleAction(enum.Enum):
+    WAIT = "wait"
+    FINISH = "finish"
+    REPLACE_LOST_REPLICAS = "replace-lost-replicas"
+    REFUSE_SCALE_DOWN = "refuse"
+    REMOVE_BROKERS = "remove-brokers"
+    SHRINK = "shrink"
+    ADD_BROKERS = "add-brokers"
+    REBALANCE_REPLICAS = "rebalance-replicas"
+    ELECT_LEADERS = "elect-leaders"
+    REFUSE_DRAIN = "refuse-drain"
+    DONE = "done"
 
 
 @dataclass(frozen=True)
 class ScaleObservation:
     desired: int
     running: int
-    spread: int
     live: frozenset[int]
     assignment: Mapping[TopicPartition, Sequence[int]]
     reassigning: int  # partitions with a reassignment in progress
@@ -61,11 +78,20 @@ class ScaleObservation:
     stranded: Mapping[TopicPartition, Set[int]] = field(default_factory=dict)
     failed_dirs: tuple[str, ...] = ()  # "broker B: DIR" of each offline log dir
 
+    @property
+    def staying(self) -> range:
+        return range(min(self.desired, self.running))
+
+    @property
+    def empty(self) -> tuple[int, ...]:
+        """The staying brokers that hold no replica, when some broker holds one."""
+        holding = {b for replicas in self.assignment.values() for b in replicas}
+        return tuple(b for b in self.staying if b not in holding) if holding else ()
+
 
 @dataclass(frozen=True)
 class ScaleDecision:
-    action: str  # wait, finish, replace-lost-replicas, refuse, remove-/add-brokers, shrink,
-    # rebalance-replicas, elect-leaders, refuse-drain or done
+    action: ScaleAction
     brokers: tuple[int, ...] = ()
     reason: str = ""
     progressing: bool = False  # a scaling is under way (the Progressing condition)
@@ -86,14 +112,14 @@ def _widest_topic(assignment: Mapping[TopicPartition, Sequence[int]]) -> tuple[s
     )
 
 
-_DATA_MOVES = {"remove-brokers", "add-brokers", "rebalance-replicas"}
+_DATA_MOVES = {ScaleAction.REMOVE_BROKERS, ScaleAction.ADD_BROKERS, ScaleAction.REBALANCE_REPLICAS}
 
 
 def decide_scale(seen: ScaleObservation) -> ScaleDecision:
     decision = _decide(seen)
     if decision.action in _DATA_MOVES and seen.failed_dirs:
         return ScaleDecision(
-            "wait",
+            ScaleAction.WAIT,
             decision.brokers,
             f"{decision.reason} once the failed log dirs are repaired "
             f"({'; '.join(seen.failed_dirs)}): until then the move could not complete",
@@ -105,17 +131,19 @@ def decide_scale(seen: ScaleObservation) -> ScaleDecision:
 def _decide(seen: ScaleObservation) -> ScaleDecision:
     if seen.reassigning:
         return ScaleDecision(
-            "wait",
+            ScaleAction.WAIT,
             reason=f"{seen.reassigning} partitions being reassigned",
             progressing=seen.ours_in_progress,
         )
     if seen.ours_in_progress:
-        return ScaleDecision("finish", reason="the reassignment has completed", progressing=True)
+        return ScaleDecision(
+            ScaleAction.FINISH, reason="the reassignment has completed", progressing=True
+        )
     if seen.lost:
         brokers = tuple(sorted({b for lost in seen.lost.values() for b in lost}))
         replicas = sum(map(len, seen.lost.values()))
         return ScaleDecision(
-            "replace-lost-replicas",
+            ScaleAction.REPLACE_LOST_REPLICAS,
             brokers,
             f"copying {replicas} replicas off the failed log dirs of brokers {_ids(brokers)}",
             True,
@@ -125,7 +153,7 @@ def _decide(seen: ScaleObservation) -> ScaleDecision:
         topic, factor = _widest_topic(seen.assignment)
         if factor > seen.desired:
             return ScaleDecision(
-                "refuse",
+                ScaleAction.REFUSE_SCALE_DOWN,
                 leaving,
                 f"topic {topic} has replication factor {factor}: {seen.desired} brokers "
                 "cannot hold it; scale to at least that many or lower the factor first",
@@ -133,37 +161,41 @@ def _decide(seen: ScaleObservation) -> ScaleDecision:
         holding = sorted({b for r in seen.assignment.values() for b in r if b in leaving})
         if holding:
             return ScaleDecision(
-                "remove-brokers", leaving, f"draining brokers {_ids(holding)} before removal", True
+                ScaleAction.REMOVE_BROKERS,
+                leaving,
+                f"draining brokers {_ids(holding)} before removal",
+                True,
             )
-        return ScaleDecision("shrink", leaving, f"brokers {_ids(leaving)} hold no replica", True)
-    if seen.spread < seen.running:
-        added = tuple(range(seen.spread, seen.running))
-        missing = [b for b in added if b not in seen.live]
+        return ScaleDecision(
+            ScaleAction.SHRINK, leaving, f"brokers {_ids(leaving)} hold no replica", True
+        )
+    empty = seen.empty
+    if empty:
+        missing = [b for b in empty if b not in seen.live]
         if missing:
             return ScaleDecision(
-                "wait", added, f"waiting for brokers {_ids(missing)} to register", True
+                ScaleAction.WAIT, empty, f"waiting for brokers {_ids(missing)} to register", True
             )
-        if seen.assignment:
-            return ScaleDecision(
-                "add-brokers", added, f"spreading replicas onto brokers {_ids(added)}", True
-            )
+        return ScaleDecision(
+            ScaleAction.ADD_BROKERS, empty, f"spreading replicas onto brokers {_ids(empty)}", True
+        )
     if seen.requested == "replicas":
         return ScaleDecision(
-            "rebalance-replicas", reason="balancing replicas, as asked", progressing=True
+            ScaleAction.REBALANCE_REPLICAS, reason="balancing replicas, as asked", progressing=True
         )
     if seen.requested == "leaders" or seen.election_due:
         why = "as asked" if seen.requested == "leaders" else "on schedule"
-        return ScaleDecision("elect-leaders", reason=f"electing preferred leaders, {why}")
+        return ScaleDecision(ScaleAction.ELECT_LEADERS, reason=f"electing preferred leaders, {why}")
     if seen.stranded:
         brokers = tuple(sorted({b for lost in seen.stranded.values() for b in lost}))
         return ScaleDecision(
-            "refuse-drain",
+            ScaleAction.REFUSE_DRAIN,
             brokers,
             f"{len(seen.stranded)} partitions with replicas on the failed log dirs of brokers "
             f"{_ids(brokers)} have a replica on every live broker: add a broker, or repair "
             "the disk and delete the broker's pod",
         )
-    return ScaleDecision("done")
+    return ScaleDecision(ScaleAction.DONE)
 
 
 def _ids(brokers: Sequence[int]) -> str:

@@ -1,0 +1,242 @@
+"""What a Cluster pass does, as typed values, and the one dispatcher that carries them
+out (DESIGN §8: decide → act).
+
+The deciders return commands; ``carry_out`` runs each through the handler its type
+names in ``HANDLERS``, one writer per object: the brokers' StatefulSet and the other
+children are written only by ``ApplyChildren``, a broker's pod deleted only by
+``RestartBroker``, its draining dirs set only by ``SetDrainingDirs``, and so on. A
+command type without a handler is a programming error (``carry_out`` raises, and a
+unit test lists every type). ``ApplyChildren`` writes the StatefulSet with the
+resourceVersion the pass observed as its precondition: a write from a pass that began
+before another writer changed it fails with a conflict instead of undoing that change,
+and the next pass decides again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from tidelog.admin import AdminClient, AdminError
+from tidelog.admin.moves import BROKER_THROTTLE_RATES, FOLLOWER_REPLICAS, LEADER_REPLICAS
+from tidelog.admin.topics import ElectionType
+from tidelog.protocol.errors import ProtocolError
+from tidelog_operator import kube, names
+
+__all__ = [
+    "HANDLERS",
+    "ApplyChildren",
+    "Command",
+    "Context",
+    "DeleteClaims",
+    "ElectPreferredLeaders",
+    "FinishReassignment",
+    "RestartBroker",
+    "SetDrainingDirs",
+    "StartReassignment",
+    "carry_out",
+]
+
+logger = logging.getLogger(__name__)
+
+
+class Command:
+    """A base for the commands below (frozen dataclasses)."""
+
+
+@dataclass(frozen=True)
+class ApplyChildren(Command):
+    """Apply the Cluster's children (``objects``, owned by it). The brokers'
+    StatefulSet among them is applied with ``precondition`` (the resourceVersion
+    observed; None: it did not exist); when its claim templates differ from the live
+    one's it is deleted orphaning its pods instead, and a later pass makes it anew."""
+
+    objects: tuple[Mapping[str, Any], ...]
+    precondition: str | None
+
+
+@dataclass(frozen=True)
+class RestartBroker(Command):
+    broker: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class ElectPreferredLeaders(Command):
+    """A preferred-leader election of ``partitions`` (None: every partition); its
+    outcome is the partitions whose leader moved."""
+
+    partitions: tuple[tuple[str, int], ...] | None
+    trigger: str  # Schedule, Request, Restart
+
+
+@dataclass(frozen=True)
+class SetDrainingDirs(Command):
+    broker: int
+    dirs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DeleteClaims(Command):
+    claims: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StartReassignment(Command):
+    """Throttle the moving replicas (when ``throttle``: the rate on every one of
+    ``brokers``, and each topic's ``throttled`` (leader, follower) replicas), then start
+    the reassignment ``moves``."""
+
+    moves: Mapping[tuple[str, int], list[int]]
+    throttle: int
+    brokers: tuple[int, ...]
+    throttled: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class FinishReassignment(Command):
+    """Remove the throttles of a finished reassignment and elect the preferred leaders."""
+
+    brokers: tuple[int, ...]
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the handlers act through: the API client, the Cluster's namespace and
+    name, the brokers' admin client (made on first use)."""
+
+    api: client.ApiClient
+    namespace: str
+    cluster: str
+    admin: Callable[[], AdminClient]
+
+
+def _apply_children(command: ApplyChildren, context: Context) -> bool:
+    """Whether every child was applied (False: the StatefulSet is being made anew)."""
+    statefulset = names.brokers_statefulset(context.cluster)
+    for obj in command.objects:
+        if obj["kind"] == "StatefulSet" and obj["metadata"]["name"] == statefulset:
+            if not _apply_statefulset(context.api, dict(obj), command.precondition):
+                return False
+        else:
+            kube.apply(context.api, dict(obj))
+    return True
+
+
+def _apply_statefulset(
+    api: client.ApiClient, statefulset: dict[str, Any], precondition: str | None
+) -> bool:
+    meta = statefulset["metadata"]
+    live = kube.found(
+        client.AppsV1Api(api).read_namespaced_stateful_set, meta["name"], meta["namespace"]
+    )
+    if live is None:
+        if precondition is not None:
+            return False  # gone since the pass looked: the next pass makes it
+    else:
+        if live.metadata.deletion_timestamp is not None:
+            return False
+        if precondition is not None and live.metadata.resource_version != precondition:
+            logger.info("%s changed since the pass looked: the next pass decides", meta["name"])
+            return False
+        claims = sorted(t.metadata.name for t in live.spec.volume_claim_templates or [])
+        wanted = sorted(t["metadata"]["name"] for t in statefulset["spec"]["volumeClaimTemplates"])
+        if claims != wanted:
+            kube.delete(
+                api, "apps/v1", "StatefulSet", meta["name"], meta["namespace"], propagation="Orphan"
+            )
+            return False
+    written = {**statefulset, "metadata": {**meta, "resourceVersion": precondition}}
+    if precondition is None:
+        written["metadata"].pop("resourceVersion")
+    try:
+        kube.apply(api, written)
+    except ApiException as error:
+        if error.status != 409:
+            raise
+        logger.info("%s changed since the pass looked: the next pass decides", meta["name"])
+        return False
+    return True
+
+
+def _restart(command: RestartBroker, context: Context) -> None:
+    pod = names.broker_pod(context.cluster, command.broker)
+    logger.info(
+        "cluster %s/%s: restarting %s: %s", context.namespace, context.cluster, pod, command.reason
+    )
+    kube.delete(context.api, "v1", "Pod", pod, context.namespace)
+
+
+def _elect(command: ElectPreferredLeaders, context: Context) -> list[tuple[str, int]]:
+    results = context.admin().elect_leaders(ElectionType.PREFERRED, command.partitions)
+    return [tp for tp, error in results.items() if error is None]
+
+
+def _set_draining(command: SetDrainingDirs, context: Context) -> None:
+    context.admin().set_draining_dirs(command.broker, command.dirs)
+
+
+def _delete_claims(command: DeleteClaims, context: Context) -> None:
+    for claim in command.claims:
+        kube.delete(context.api, "v1", "PersistentVolumeClaim", claim, context.namespace)
+
+
+def _start(command: StartReassignment, context: Context) -> bool:
+    """Whether the start was confirmed. The throttles, the reassignment or both may be
+    in place with the answer lost: the status records the move as running all the
+    same, so the next passes wait for what runs, then finish (the throttles go either
+    way); a move that never started is planned again."""
+    admin = context.admin()
+    try:
+        if command.throttle:
+            admin.set_throttles(
+                {
+                    b: dict.fromkeys(BROKER_THROTTLE_RATES, command.throttle)
+                    for b in command.brokers
+                },
+                {
+                    topic: {LEADER_REPLICAS: leader, FOLLOWER_REPLICAS: follower}
+                    for topic, (leader, follower) in command.throttled.items()
+                },
+            )
+        failed = [e for e in admin.alter_partition_reassignments(command.moves).values() if e]
+        if failed:
+            raise failed[0]
+    except (AdminError, OSError, ProtocolError) as error:
+        logger.warning("%s: the start is unconfirmed: %s", command.what, error)
+        return False
+    logger.info("%s: %d partitions moving", command.what, len(command.moves))
+    return True
+
+
+def _finish(command: FinishReassignment, context: Context) -> list[tuple[str, int]]:
+    admin = context.admin()
+    admin.clear_throttles(command.brokers, command.topics)
+    results = admin.elect_leaders(ElectionType.PREFERRED)
+    return [tp for tp, error in results.items() if error is None]
+
+
+HANDLERS: dict[type[Command], Callable[[Any, Context], Any]] = {
+    ApplyChildren: _apply_children,
+    RestartBroker: _restart,
+    ElectPreferredLeaders: _elect,
+    SetDrainingDirs: _set_draining,
+    DeleteClaims: _delete_claims,
+    StartReassignment: _start,
+    FinishReassignment: _finish,
+}
+
+
+def carry_out(command: Command, context: Context) -> Any:
+    """Run ``command`` through its handler; its outcome (see each command)."""
+    handler = HANDLERS.get(type(command))
+    if handler is None:
+        raise TypeError(f"no handler for {type(command).__name__}")
+    return handler(command, context)

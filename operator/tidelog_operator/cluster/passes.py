@@ -1,0 +1,290 @@
+"""One pass over a Cluster: observe (one snapshot), decide (pure steps returning typed
+commands), act (one dispatcher), report (one status function, one status write), under
+one lock per Cluster that the spec handlers and the daemon share (DESIGN §8).
+
+A pass reads the Cluster itself first (its spec, generation and status as the API has
+them now, not as an event carried them), so a pass that waited for the lock decides on
+what is current. The StatefulSet is written only through ``ApplyChildren``, whose
+precondition is the StatefulSet's resourceVersion in the snapshot: a decision taken on
+an older StatefulSet fails to write rather than undo a newer one.
+
+Events: each act the user should see (a restart, a drain, a movement started or
+finished, a refusal seen first), and, when Progressing's reason or message changes and
+no such event said it, the new one; the same line goes to the log.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import kopf
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from tidelog.admin import AdminClient
+from tidelog_operator import conditions, kube, names
+from tidelog_operator.builders.brokers import bootstrap_address, node_reader_binding
+from tidelog_operator.cluster.balance import REBALANCE_ANNOTATION, requested, unknown_request
+from tidelog_operator.cluster.children import desired_children
+from tidelog_operator.cluster.commands import (
+    ApplyChildren,
+    Command,
+    Context,
+    ElectPreferredLeaders,
+    FinishReassignment,
+    carry_out,
+)
+from tidelog_operator.cluster.disks import VolumeAction
+from tidelog_operator.cluster.roll_step import roll_step
+from tidelog_operator.cluster.rolling import RollAction
+from tidelog_operator.cluster.scale_step import MOVE, ScaleStep, scale_step
+from tidelog_operator.cluster.scaling import ScaleAction, ScaleDecision, brokers_to_run
+from tidelog_operator.cluster.snapshot import GENERATION_ANNOTATION, ClusterSnapshot, observe
+from tidelog_operator.cluster.status import Election, PassOutcome, cluster_status, progress
+from tidelog_operator.cluster.volume_step import needs_draining_dirs, volume_step, volumes_to_mount
+from tidelog_operator.cluster.volumes import (
+    recycle_released_volumes,
+    replace_lost_volumes,
+    sync_local_volumes,
+)
+from tidelog_operator.cluster_client import ADMIN_TIMEOUT_S
+from tidelog_operator.conditions import Reason
+from tidelog_operator.names import GROUP, VERSION
+from tidelog_operator.spec import ClusterSpec, parse_cluster
+
+__all__ = ["cluster_lock", "run_pass"]
+
+logger = logging.getLogger(__name__)
+
+# The ClusterRole (get nodes) that rack-aware brokers are bound to; the chart makes it.
+NODE_READER_ROLE = os.environ.get("TIDELOG_NODE_READER_ROLE", "tidelog-node-reader")
+_LOCKS: dict[tuple[str, str], threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+_MOVES = {
+    ScaleAction.ADD_BROKERS,
+    ScaleAction.REMOVE_BROKERS,
+    ScaleAction.SHRINK,
+    ScaleAction.FINISH,
+}
+_BALANCING = {
+    ScaleAction.REBALANCE_REPLICAS,
+    ScaleAction.ELECT_LEADERS,
+    ScaleAction.REPLACE_LOST_REPLICAS,
+}
+_REFUSALS = {
+    ScaleAction.REFUSE_SCALE_DOWN: Reason.SCALE_DOWN_REFUSED,
+    ScaleAction.REFUSE_DRAIN: Reason.DRAIN_REFUSED,
+}
+
+
+def cluster_lock(namespace: str, name: str) -> threading.Lock:
+    """The lock every pass over the Cluster ``namespace/name`` holds."""
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault((namespace, name), threading.Lock())
+
+
+@dataclass(frozen=True)
+class _Event:
+    warning: bool
+    reason: str
+    message: str
+
+
+def run_pass(
+    namespace: str,
+    name: str,
+    *,
+    api: client.ApiClient | None = None,
+    admin: Callable[[ClusterSpec], AdminClient] | None = None,
+    now: Callable[[], datetime.datetime] | None = None,
+) -> bool:
+    """One pass over the Cluster, under its lock; whether a roll, a drain of volumes or
+    a scaling is under way after it (the daemon then looks again soon). ``admin`` makes
+    the brokers' admin client (tests point it at brokers outside Kubernetes)."""
+    api = api or kube.api()
+    make_admin = admin or (
+        lambda spec: AdminClient(bootstrap_address(spec), timeout=ADMIN_TIMEOUT_S)
+    )
+    clock = now or (lambda: datetime.datetime.now(datetime.UTC))
+    with cluster_lock(namespace, name):
+        cluster = kube.found(
+            client.CustomObjectsApi(api).get_namespaced_custom_object,
+            GROUP,
+            VERSION,
+            namespace,
+            "clusters",
+            name,
+        )
+        if cluster is None or cluster["metadata"].get("deletionTimestamp"):
+            return False
+        return _pass(api, cluster, make_admin, clock())
+
+
+def _pass(
+    api: client.ApiClient,
+    cluster: dict[str, Any],
+    make_admin: Callable[[ClusterSpec], AdminClient],
+    now: datetime.datetime,
+) -> bool:
+    meta = cluster["metadata"]
+    spec = parse_cluster(meta["name"], meta["namespace"], cluster.get("spec") or {})
+    status = cluster.get("status") or {}
+    generation = meta.get("generation", 0)
+    admins: list[AdminClient] = []
+
+    def admin() -> AdminClient:
+        if not admins:
+            admins.append(make_admin(spec))
+        return admins[0]
+
+    _local_volumes(api, spec, cluster)
+    snapshot = observe(
+        api, spec, admin, draining=lambda templates: needs_draining_dirs(spec, templates, status)
+    )
+    annotations = meta.get("annotations") or {}
+    children = desired_children(spec)
+    roll = roll_step(snapshot, status, now=now)
+    volumes = volume_step(snapshot, spec, status, generation=generation, now=now)
+    if roll.decision.action is RollAction.NOTHING:
+        scale = scale_step(
+            snapshot.brokers,
+            spec,
+            status,
+            running=snapshot.running if snapshot.statefulset is not None else None,
+            requested=requested(annotations),
+            now=now,
+            unreachable=snapshot.unreachable,
+        )
+    else:
+        scale = ScaleStep(ScaleDecision(ScaleAction.WAIT, reason="a rolling restart is under way"))
+    brokers = scale.shrink_to or brokers_to_run(spec.brokers.replicas, snapshot.running)
+    mount = volumes_to_mount(spec, volumes.decision.mount, snapshot.known_volumes)
+    apply = _apply_children(spec, cluster, snapshot, brokers, mount, generation)
+    context = Context(api, spec.namespace, spec.name, admin)
+    election = None
+    for command in (apply, *roll.commands, *volumes.commands, *scale.commands):
+        outcome = carry_out(command, context)
+        if isinstance(command, ElectPreferredLeaders | FinishReassignment):
+            trigger = command.trigger if isinstance(command, ElectPreferredLeaders) else "Move"
+            election = Election(trigger, outcome)
+    unknown = unknown_request(annotations)
+    if scale.handled or unknown is not None:
+        kube.remove_annotation(api, "clusters", spec.namespace, spec.name, REBALANCE_ANNOTATION)
+    outcome = PassOutcome(children.config, roll, volumes, scale, election)
+    events = _events(outcome, status, unknown, generation)
+    before = _progressing(status)
+    kube.patch_status(
+        api,
+        "clusters",
+        spec.namespace,
+        spec.name,
+        lambda current: cluster_status(
+            current, snapshot, spec, outcome, generation=generation, now=_stamp(now)
+        ),
+    )
+    moving = progress(outcome, snapshot, status)
+    told = before[0] == moving.reason and (before[1] or "").startswith(moving.message)
+    if not told and all(e.reason != moving.reason for e in events):
+        events.append(
+            _Event(not moving.holds and moving.reason != Reason.IDLE, moving.reason, moving.message)
+        )
+    for event in events:
+        _tell(cluster, event)
+    draining = volumes.decision.action in (VolumeAction.DRAIN, VolumeAction.WAIT) and bool(
+        volumes.decision.volumes
+    )
+    return moving.holds or draining
+
+
+def _local_volumes(api: client.ApiClient, spec: ClusterSpec, cluster: dict[str, Any]) -> None:
+    """The Cluster's cluster-scoped objects, each its own writer: its local volumes made,
+    recycled and let go with their node, and its brokers' node-reading binding."""
+    binding = node_reader_binding(spec, NODE_READER_ROLE)
+    if binding is not None:
+        kube.apply(api, binding)
+    sync_local_volumes(api, spec)
+    for volume in recycle_released_volumes(api, spec, spec.brokers.image):
+        _tell(cluster, _Event(False, "VolumeRecycled", f"{volume} wiped and available again"))
+    lost = replace_lost_volumes(api, spec)
+    if lost:
+        _tell(cluster, _Event(True, Reason.VOLUMES_LOST, lost.message()))
+
+
+def _apply_children(
+    spec: ClusterSpec,
+    cluster: dict[str, Any],
+    snapshot: ClusterSnapshot,
+    brokers: int,
+    volumes: tuple,
+    generation: int,
+) -> Command:
+    """The children with ``brokers`` brokers on ``volumes``, owned by the Cluster, the
+    StatefulSet marked with the generation it is applied for."""
+    running = replace(spec.brokers, replicas=brokers)
+    objects = desired_children(replace(spec, brokers=running, volumes=volumes)).objects
+    statefulset = names.brokers_statefulset(spec.name)
+    for obj in objects:
+        kopf.adopt(obj, owner=cluster)
+        if obj["kind"] == "StatefulSet" and obj["metadata"]["name"] == statefulset:
+            obj["metadata"].setdefault("annotations", {})[GENERATION_ANNOTATION] = str(generation)
+    live = snapshot.statefulset
+    precondition = None if live is None or live.going else live.resource_version
+    return ApplyChildren(tuple(objects), precondition)
+
+
+def _events(
+    outcome: PassOutcome, status: dict[str, Any], unknown: str | None, generation: int
+) -> list[_Event]:
+    """The events of the acts of a pass."""
+    events = []
+    roll, volumes, scale = outcome.roll.decision, outcome.volumes.decision, outcome.scale.decision
+    if roll.action is RollAction.RESTART:
+        events.append(_Event(False, Reason.ROLLING_RESTART, roll.reason))
+    if volumes.action is VolumeAction.DRAIN:
+        events.append(_Event(False, Reason.DRAINING_VOLUMES, volumes.reason))
+    if scale.action in _MOVES:
+        events.append(_Event(False, Reason.SCALING, scale.reason))
+    elif scale.action in _BALANCING:
+        events.append(_Event(False, Reason.REBALANCING, scale.reason))
+    elif scale.action in _REFUSALS and (status.get(MOVE) or {}).get("state") != "Refused":
+        events.append(_Event(True, _REFUSALS[scale.action], scale.reason))
+    if unknown is not None:
+        message = (
+            f"{REBALANCE_ANNOTATION}={unknown} asks for nothing known (leaders, replicas); removed"
+        )
+        events.append(_Event(True, Reason.UNKNOWN_REQUEST, message))
+    checked = outcome.config
+    if not checked.valid and status.get("observedGeneration") != generation:
+        events.append(_Event(True, Reason.INVALID_CONFIG, f"not applied: {checked.message()}"))
+    return events
+
+
+def _progressing(status: dict[str, Any]) -> tuple[str | None, str | None]:
+    found = next(
+        (c for c in status.get("conditions", []) if c.get("type") == conditions.PROGRESSING), {}
+    )
+    return found.get("reason"), found.get("message")
+
+
+def _tell(cluster: dict[str, Any], event: _Event) -> None:
+    meta = cluster["metadata"]
+    logger.info(
+        "cluster %s/%s: %s: %s", meta["namespace"], meta["name"], event.reason, event.message
+    )
+    try:
+        if event.warning:
+            kopf.warn(cluster, reason=event.reason, message=event.message)
+        else:
+            kopf.info(cluster, reason=event.reason, message=event.message)
+    except ApiException as error:
+        logger.warning("an event of %s was not written: %s", meta["name"], error)
+
+
+def _stamp(now: datetime.datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
