@@ -53,15 +53,38 @@ def test_a_running_broker_is_healthy(broker: BrokerProcess) -> None:
     assert result.stdout.count("\n") == 1
 
 
-def test_a_broker_without_the_controllers_metadata_is_not_ready(
+def test_a_broker_without_the_controllers_metadata_is_not_ready_but_listening(
     tmp_path: Path, zk_chroot: str
 ) -> None:
     """``/controller`` names a broker that is not there: the broker answers ApiVersions
     but knows no live broker, so as a readiness probe the check keeps it out of a
-    Service, where clients would learn an empty cluster from it."""
+    Service, where clients would learn an empty cluster from it; ``--listening`` (the
+    startupProbe's check) passes it."""
     with uninformed_broker(tmp_path / "uninformed", zk_chroot) as uninformed:
         result = healthcheck(str(uninformed.config_path))
         assert_unhealthy(result, "has no metadata from the controller yet")
+        # ... but it has started: its logs are loaded, its listener answers
+        listening = healthcheck("--listening", str(uninformed.config_path))
+        assert listening.returncode == 0, listening.stderr
+        assert listening.stdout.startswith(
+            f"broker 7 answers ApiVersions on PLAINTEXT 127.0.0.1:{uninformed.port} ("
+        )
+        assert "live brokers" not in listening.stdout and listening.stdout.count("\n") == 1
+
+
+def test_listening_wants_every_listener_to_answer(broker: BrokerProcess, tmp_path: Path) -> None:
+    """``--listening`` (the startupProbe's check) skips only the metadata: a listener
+    that does not answer still fails it."""
+    closed = free_port()
+    listeners = f"PLAINTEXT://127.0.0.1:{broker.port},EXTRA://127.0.0.1:{closed}"
+    path = config_file(tmp_path, listeners)
+    result = healthcheck(
+        "--listening",
+        str(path),
+        "--override",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT",
+    )
+    assert_unhealthy(result, f"broker on EXTRA 127.0.0.1:{closed}: connection refused")
 
 
 def test_a_listener_on_every_interface_is_checked_on_loopback(

@@ -8,6 +8,10 @@ then a Metadata request: a broker that has had no metadata from the controller y
 just started: it lists no live broker) is not healthy, for clients it would tell of an
 empty cluster. As a readiness probe, this keeps such a broker out of a Service until the
 controller has reached it.
+``tidelog-healthcheck --listening [CONFIG] ...`` stops after ApiVersions: the broker is
+listening, whether or not the controller has reached it. The broker opens its listeners
+only once its logs are loaded (and recovered, after an unclean shutdown), so as a
+startupProbe this tells a broker still recovering its logs from one that has started.
 ``tidelog-healthcheck --zookeeper HOST:PORT`` sends ZooKeeper's ``srvr`` instead and
 wants a server that serves requests (``Mode:`` in the answer).
 
@@ -45,9 +49,9 @@ def _address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def check_broker(config: BrokerConfig, timeout: float) -> str:
-    """Send ApiVersions to every listener of ``config``, and Metadata to the first;
-    what was found, or raise :class:`HealthCheckError`."""
+def check_broker(config: BrokerConfig, timeout: float, *, listening: bool = False) -> str:
+    """Send ApiVersions to every listener of ``config``, and (unless ``listening``)
+    Metadata to the first; what was found, or raise :class:`HealthCheckError`."""
     answers = []
     live = 0
     for name, host, port in config.listeners:
@@ -59,7 +63,7 @@ def check_broker(config: BrokerConfig, timeout: float) -> str:
             with BrokerConnection(target, port, client_id=PROG, timeout=timeout) as connection:
                 body = {"client_software_name": PROG, "client_software_version": "1"}
                 response = connection.request(ApiKey.API_VERSIONS, 3, body)
-                if not answers:
+                if not answers and not listening:
                     live = len(connection.request(ApiKey.METADATA, 1, {"topics": []}).brokers)
         except (OSError, ProtocolError) as error:
             raise HealthCheckError(f"broker on {where}: {_reason(error)}") from None
@@ -68,12 +72,14 @@ def check_broker(config: BrokerConfig, timeout: float) -> str:
             raise HealthCheckError(f"broker on {where} answered ApiVersions with {code}")
         if not any(item.api_key == ApiKey.API_VERSIONS for item in response.api_keys):
             raise HealthCheckError(f"broker on {where} answered ApiVersions without ApiVersions")
-        if not live:
+        if not live and not listening:
             raise HealthCheckError(
                 f"broker on {where} has no metadata from the controller yet (it lists no "
                 "live broker)"
             )
         answers.append(f"{where} ({len(response.api_keys)} APIs)")
+    if listening:
+        return f"broker {config.broker_id} answers ApiVersions on {', '.join(answers)}"
     return (
         f"broker {config.broker_id} answers ApiVersions on {', '.join(answers)} "
         f"and knows {live} live brokers"
@@ -135,6 +141,11 @@ def _parser() -> argparse.ArgumentParser:
         help="check this ZooKeeper server instead of the broker",
     )
     parser.add_argument(
+        "--listening",
+        action="store_true",
+        help="only check that every listener answers ApiVersions (no metadata wanted)",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=5.0, metavar="S", help="seconds to wait (default 5)"
     )
     return parser
@@ -147,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(check_zookeeper(*args.zookeeper, args.timeout))
         else:
             config, _ = load_config(args.config, args.override, os.environ)
-            print(check_broker(config, args.timeout))
+            print(check_broker(config, args.timeout, listening=args.listening))
     except (ConfigError, HealthCheckError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 1
