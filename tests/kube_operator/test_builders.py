@@ -84,6 +84,19 @@ def test_a_broker_learns_its_id_and_names_at_start():
     assert ports == [31000, 31001, 31002]
 
 
+def test_a_broker_has_started_once_it_listens_and_is_ready_once_it_has_metadata():
+    """The startupProbe (``--listening``) passes once the logs are loaded, which it
+    waits for up to an hour; readiness, probed only after it, also wants metadata."""
+    (container,) = brokers.statefulset(cluster(VOLUMES), "h")["spec"]["template"]["spec"][
+        "containers"
+    ]
+    check = ["tidelog-healthcheck", "@/tmp/tidelog-healthcheck.args"]
+    startup, readiness = container["startupProbe"], container["readinessProbe"]
+    assert startup["exec"]["command"] == [*check, "--listening"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] == 3600
+    assert readiness["exec"]["command"] == check
+
+
 def test_services_and_the_disruption_budget():
     spec = cluster(VOLUMES)
     headless = brokers.brokers_service(spec)

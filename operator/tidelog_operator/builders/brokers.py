@@ -38,6 +38,8 @@ __all__ = [
 ]
 
 CONFIG_DIR = "/etc/tidelog/config"
+# the broker's health check, with the arguments its entrypoint recorded for it
+HEALTHCHECK = ("tidelog-healthcheck", "@/tmp/tidelog-healthcheck.args")
 RACK_DIR = "/etc/tidelog/rack"
 INTERNAL_LISTENER = "INTERNAL"
 EXTERNAL_LISTENER = "EXTERNAL"
@@ -323,8 +325,20 @@ def statefulset(spec: ClusterSpec, config_hash: str) -> dict[str, Any]:
         "command": ["sh", "-c", _start_script(spec)],
         "env": _env(spec),
         "ports": ports,
+        # Broker.start() reaches ZooKeeper, then loads (and after an unclean shutdown
+        # recovers) every log, and only then opens its listeners: until they answer, the
+        # container is not ``started`` and the roller sees the broker recovering, which
+        # it never restarts. Up to an hour (360 x 10 s) for a long recovery, then the
+        # kubelet restarts the container.
+        "startupProbe": {
+            "exec": {"command": [*HEALTHCHECK, "--listening"]},
+            "periodSeconds": 10,
+            "timeoutSeconds": 10,
+            "failureThreshold": 360,
+        },
+        # run once started: also wants the controller's metadata (tidelog-healthcheck)
         "readinessProbe": {
-            "exec": {"command": ["tidelog-healthcheck", "@/tmp/tidelog-healthcheck.args"]},
+            "exec": {"command": [*HEALTHCHECK]},
             "periodSeconds": 5,
             "timeoutSeconds": 10,
         },
