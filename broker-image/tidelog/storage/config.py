@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from tidelog.storage.metadata_version import parse_metadata_version
 
 __all__ = ["LogConfig", "LogConfigError"]
 
 _WEEK_MS = 7 * 24 * 60 * 60 * 1000
 _LONG_MAX = 2**63 - 1
 _INT_MAX = 2**31 - 1
-# A version message.format.version names: 0.8.0 ... 2.8, 3.0-IV1 (Kafka's MetadataVersion).
-_MESSAGE_FORMAT_VERSION = re.compile(r"\d+\.\d+(\.\d+)?(-IV\d+)?")
 
 
 class LogConfigError(ValueError):
@@ -65,7 +64,8 @@ class LogConfig:
     local_retention_ms: int = -2
     local_retention_bytes: int = -2
     remote_storage_enable: bool = False
-    # Deprecated (KIP-724): accepted and ignored, every log being record batch v2.
+    # Deprecated (KIP-724): checked as Kafka 3.9 checks it (any version its MetadataVersion
+    # parses, see metadata_version.py) and ignored, every log being record batch v2.
     message_format_version: str = "3.0-IV1"
 
     def __post_init__(self) -> None:
@@ -113,11 +113,13 @@ class LogConfig:
                 "remote.storage.enable: tiered storage is not available on these brokers "
                 "(remote.log.storage.system.enable is false)"
             )
-        if not _MESSAGE_FORMAT_VERSION.fullmatch(self.message_format_version):
+        try:
+            parse_metadata_version(self.message_format_version)
+        except ValueError as error:
             raise LogConfigError(
-                f"message.format.version: {self.message_format_version!r} is not a Kafka "
-                "version such as 2.8 or 3.0-IV1"
-            )
+                f"Invalid value {self.message_format_version} for configuration "
+                f"message.format.version: {error}"
+            ) from None
         codecs = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
         if self.compression_type not in codecs:
             raise LogConfigError(f"compression.type must be one of {', '.join(codecs)}")
