@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
@@ -259,7 +258,3 @@ class KafkaZkClient(BrokerZnodes, ConfigZnodes, NotificationZnodes, ProducerIdZn
                 )
                 versions[key] = current.zk_version if same else None
         return versions
-
-
-def topic_id_of(assignment: TopicAssignment | None) -> uuid.UUID:
-    return assignment.topic_id if assignment else uuid.UUID(int=0)
