@@ -7,10 +7,11 @@ documents. ``kube.patch_status`` writes it, only when it changes.
 ``Progressing`` is set here alone and says what the operator is doing or waiting for,
 first match wins: a roll given up (False, ``RollingRestartStuck``); the brokers being
 created (True, ``Creating``, until the Cluster is first Ready); a roll (True,
-``RollingRestart``); removed volumes draining (True, ``DrainingVolumes``); a refused
-scale-down or drain (False, ``ScaleDownRefused`` / ``DrainRefused``); a scaling, a
-replica rebalance or a copy off failed dirs under way or waiting (True, ``Scaling``);
-otherwise False, ``Idle``. What only the brokers can tell (partition counts,
+``RollingRestart``); a refused scale-down or drain (False, ``ScaleDownRefused`` /
+``DrainRefused``: what the user must change, even while removed volumes drain on);
+removed volumes draining (True, ``DrainingVolumes``); a scaling, a replica rebalance or
+a copy off failed dirs under way or waiting (True, ``Scaling``); otherwise False,
+``Idle``. What only the brokers can tell (partition counts,
 ``Degraded``) is reported when they answered: otherwise the counts go (unknown) and
 Degraded stays as last seen.
 """
@@ -81,10 +82,10 @@ def progress(
         return Progress(True, Reason.CREATING, f"{ready} brokers ready")
     if roll.action in (RollAction.RESTART, RollAction.WAIT, RollAction.ELECT_PREFERRED):
         return Progress(True, Reason.ROLLING_RESTART, roll.reason)
-    if volumes.action in (VolumeAction.DRAIN, VolumeAction.WAIT) and volumes.volumes:
-        return Progress(True, Reason.DRAINING_VOLUMES, volumes.reason)
     if scale.action in _REFUSALS:
         return Progress(False, _REFUSALS[scale.action], scale.reason)
+    if volumes.action in (VolumeAction.DRAIN, VolumeAction.WAIT) and volumes.volumes:
+        return Progress(True, Reason.DRAINING_VOLUMES, volumes.reason)
     if scale.progressing:
         return Progress(True, Reason.SCALING, scale.reason)
     return Progress(False, Reason.IDLE, scale.reason or "nothing to change")
