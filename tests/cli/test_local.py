@@ -75,6 +75,24 @@ def alive(pid: int) -> bool:
     return True
 
 
+def running(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not exited (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"  # the state follows the command
+
+
+def accepting(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:``port``."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
 def local(*arguments) -> subprocess.CompletedProcess:
     """``tidelog-local ARGUMENTS``, run to its end."""
     return subprocess.run(
@@ -161,6 +179,35 @@ def test_start_describes_the_cluster_and_sigterm_stops_it(tmp_path):
     assert not description.exists()
     assert not (tmp_path / "control.sock").exists()
     assert not any(alive(b["pid"]) for b in brokers)
+
+
+def test_a_killed_start_takes_zookeeper_and_its_brokers_down(tmp_path):
+    """SIGKILL leaves ``start`` no time to stop anything: the kernel's SIGTERM to each
+    child (the brokers through tidelog.child_process's launcher) does."""
+    zk_port, base_port = free_port_run(1), free_port_run(2)
+    command = [TIDELOG_LOCAL, "start", "--brokers", "2", "--dir", tmp_path]
+    command += ["--zk-port", str(zk_port), "--base-port", str(base_port)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    brokers: list[dict] = []
+    try:
+        wait_for(tmp_path / "cluster.json", process)
+        brokers = json.loads((tmp_path / "cluster.json").read_text())["brokers"]
+        assert all(running(b["pid"]) for b in brokers) and accepting(zk_port)
+        process.kill()
+        process.communicate(timeout=60)
+
+        def no_broker_running() -> bool:
+            still = [b["id"] for b in brokers if running(b["pid"])]
+            assert not still, f"brokers {still} still run"
+            return True
+
+        wait_until(no_broker_running, "every broker exited", timeout=90)
+        wait_until(lambda: not accepting(zk_port), "ZooKeeper stopped listening", timeout=60)
+    finally:
+        stop_after_failure(process)
+        for broker in brokers:  # without the feature, the brokers outlive the test
+            if running(broker["pid"]):
+                os.kill(broker["pid"], signal.SIGKILL)
 
 
 def test_a_dead_broker_leaves_the_others_serving_until_restart_broker_brings_it_back(tmp_path):

@@ -26,6 +26,8 @@ down, and bouncing a serving broker is ``stop-broker`` then ``restart-broker``.
 
 Ctrl-C or SIGTERM stops ``start``: the running brokers cleanly (SIGTERM each, last
 started first), then ZooKeeper; ``cluster.json`` and the control socket are removed.
+When ``start`` dies without stopping them (SIGKILL), ZooKeeper and every broker get
+SIGTERM from the kernel (:mod:`tidelog.child_process`), so none is left holding its port.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import threading
 from pathlib import Path
 
 from tidelog.admin import AdminClient
+from tidelog.child_process import dying_with_parent
 from tidelog.cli.local_control import ControlError, ControlServer, request
 from tidelog.server.config import BROKER_CONFIGS, ConfigError
 from tidelog.server.process import BrokerProcess
@@ -170,6 +173,14 @@ def _exit_status(code: int) -> str:
         with contextlib.suppress(ValueError):
             return f"{code} ({signal.Signals(-code).name})"
     return str(code)
+
+
+class _LocalBroker(BrokerProcess):
+    """A broker that gets SIGTERM when ``start`` dies (started from its main thread,
+    which lives as long as ``start``)."""
+
+    def command(self) -> list[str]:
+        return dying_with_parent(super().command())
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -330,7 +341,7 @@ def start(args: argparse.Namespace) -> int:
         zookeeper.start()
         print(f"zookeeper   {zookeeper.connect_string}  (log: {zookeeper.log_path})", flush=True)
         for index in range(args.brokers):
-            broker = BrokerProcess(
+            broker = _LocalBroker(
                 base / f"broker-{index + 1}",
                 zookeeper.connect_string,
                 broker_id=index + 1,
