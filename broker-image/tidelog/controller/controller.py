@@ -10,15 +10,17 @@ and tells every live broker (LeaderAndIsr to the replicas, a full UpdateMetadata
 all). Then it follows ``/brokers/ids``: a broker that leaves loses its leaderships and
 its ISR memberships, a broker that (re)joins gets the metadata and its replicas back. A
 broker whose endpoint refuses the controller's connection leaves at once, without
-waiting for its session to expire (:meth:`Controller._on_broker_refusing`); and the
+waiting for its session to expire (:meth:`.BrokerChanges._on_broker_refusing`); and the
 other brokers watch the controller's endpoint the same way, so a controller that died
 is replaced at once too (:meth:`Controller._on_controller_refusing`). A
 partition whose ISR emptied, because its last member came back without its log, is
 recovered from the replica with the most recent log (:meth:`Controller._recover_leader`).
 Every request carries the controller epoch, so brokers ignore a deposed controller.
 Controlled shutdown and preferred leader election are in :mod:`.leader_moves`,
-reassignment in :mod:`.reassignment`; where each partition and replica stands is kept
-by the state machines of :mod:`.state_machines`.
+reassignment in :mod:`.reassignment`, brokers joining and leaving in
+:mod:`.broker_changes`, ISR changes and failed log directories in
+:mod:`.broker_notifications`, topics created and deleted in :mod:`.topic_changes`; where
+each partition and replica stands is kept by the state machines of :mod:`.state_machines`.
 """
 
 from __future__ import annotations
@@ -29,15 +31,17 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import replace
 
+from tidelog.controller.broker_changes import BrokerChanges
+from tidelog.controller.broker_notifications import BrokerNotifications
 from tidelog.controller.channel import ControllerChannel
 from tidelog.controller.election import NO_LEADER, next_leadership, recovery_leader
 from tidelog.controller.leader_moves import LeaderMoves, Leadership, Proposal
 from tidelog.controller.reassignment import Reassignments
 from tidelog.controller.refusal_watch import RefusalWatch
-from tidelog.controller.requests import LEADER_DURING_DELETE, PartitionLeadership
+from tidelog.controller.requests import PartitionLeadership
 from tidelog.controller.state_machines import PartitionState as PartitionPhase
 from tidelog.controller.state_machines import ReplicaState, StateMachines
-from tidelog.controller.zk_brokers import REGISTRATION_WAIT_FACTOR
+from tidelog.controller.topic_changes import TopicChanges
 from tidelog.controller.zk_client import KafkaZkClient, StalePartitionStateError
 from tidelog.controller.zk_data import BrokerRegistration, PartitionState, TopicAssignment
 from tidelog.controller.zk_session import SESSION_ERRORS, until_answered, worth_handling
@@ -53,7 +57,7 @@ UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
 STATE_WRITE_ATTEMPTS = 5
 
 
-class Controller(LeaderMoves, Reassignments):
+class Controller(LeaderMoves, Reassignments, BrokerChanges, BrokerNotifications, TopicChanges):
     def __init__(
         self,
         broker_id: int,
@@ -260,84 +264,6 @@ class Controller(LeaderMoves, Reassignments):
         await self._isr_changed()
         await self._log_dir_events()
 
-    # -- ISR changes announced by leaders ------------------------------------------------------
-
-    async def _isr_changed(self) -> None:
-        """Leaders change ISRs themselves and announce it under /isr_change_notification,
-        and so does a starting broker that left the ISRs of replicas it lost: re-read those
-        partitions' states, tell the replicas of those whose leader epoch moved
-        (LeaderAndIsr, after electing a leader where none is live), and every broker
-        (UpdateMetadata)."""
-        if not self.is_active:
-            return
-        names = await self._zk(self.zk.isr_change_notifications, self._watch_isr_changes)
-        changed = set()
-        for name in names:
-            changed.update(await self._zk(self.zk.isr_change_partitions, name))
-        known = [key for key in sorted(changed) if key in self.states]
-        epochs = {key: self.states[key].leader_epoch for key in known}
-        self.states.update(await self._zk(self.zk.partition_states, known))
-        # A leader's ISR change keeps the leader epoch. A starting broker that lost its
-        # replicas left their ISRs (and leaderships) with a new one: the replicas learn it
-        # by LeaderAndIsr, and a partition left without a live leader gets one.
-        moved = [key for key in known if self.states[key].leader_epoch != epochs[key]]
-        alive = set(self.brokers) - self.shutting_down_brokers()
-        for key in moved:
-            if self.states[key].leader not in self.brokers:
-                await self._elect_leader(key, alive)
-        self._record_states(moved)
-        await self._send_leader_and_isr(moved)
-        if known:
-            await self._send_update_metadata(self._leaderships(known))
-        await self._zk(self.zk.delete_isr_change_notifications, names)
-        await self._check_reassignments(known)
-
-    # -- log directories that failed (KIP-112) -------------------------------------------------
-
-    async def _log_dir_events(self) -> None:
-        """A broker announces under /log_dir_event_notification that one of its log
-        directories failed: it gets LeaderAndIsr for every replica it holds, and answers
-        KAFKA_STORAGE_ERROR for those it lost (:meth:`_on_replicas_offline`)."""
-        if not self.is_active:
-            return
-        names = await self._zk(self.zk.log_dir_event_notifications, self._watch_log_dir_events)
-        failed = set()
-        for name in names:
-            broker = await self._zk(self.zk.log_dir_failure_broker, name)
-            if broker is not None:
-                failed.add(broker)
-        await self._zk(self.zk.delete_log_dir_event_notifications, names)
-        for broker in sorted(failed & set(self.brokers)):
-            logger.warning("broker %d reports a failed log directory", broker)
-            hosted = [key for key in self.states if broker in self._replicas(key)]
-            await self._send_leader_and_isr(hosted, to={broker})
-
-    def _offline_replicas_reported(self, broker: int, partitions: list[TopicPartition]) -> None:
-        """The channel's report (on the event loop): handled as an event in the queue."""
-        self.enqueue(lambda: self._on_replicas_offline(broker, partitions))
-
-    async def _on_replicas_offline(self, broker: int, partitions: list[TopicPartition]) -> None:
-        """Kafka's onReplicasBecomeOffline: the broker's replicas of ``partitions`` are
-        on a failed log directory. Where it led, another in-sync replica leads; it leaves
-        each ISR; every broker learns them as offline replicas (Metadata shows them)."""
-        if not self.is_active or broker not in self.brokers:
-            return
-        known = self.offline_replicas.setdefault(broker, set())
-        new = [key for key in sorted(set(partitions) - known) if key in self.states]
-        if not new:
-            return
-        known.update(new)
-        logger.warning("broker %d lost its replicas of %s", broker, new[:20])
-        alive = set(self.brokers) - self.shutting_down_brokers()
-        changed = [key for key in new if await self._elect_leader(key, alive)]
-        self._record_states(new)
-        await self._send_leader_and_isr(changed, to=alive - {broker})
-        await self._send_update_metadata(self._leaderships(new))
-
-    def _offline_on(self, key: TopicPartition) -> set[int]:
-        """The brokers whose replica of ``key`` is on a failed log directory."""
-        return {broker for broker, keys in self.offline_replicas.items() if key in keys}
-
     def _read_topic(self, topic: str) -> tuple[TopicAssignment | None, dict]:
         """A topic's assignment and partition states (blocking: runs in a worker thread)."""
         assignment = self.zk.topic_assignment(topic)
@@ -348,114 +274,15 @@ class Controller(LeaderMoves, Reassignments):
                 states[(topic, partition)] = state
         return assignment, states
 
-    # -- brokers joining and leaving ----------------------------------------------------------
-
-    async def _brokers_changed(self) -> None:
-        """The registrations changed; those of refusing brokers (:meth:`_on_broker_refusing`)
-        count as gone until they go or change."""
-        if not self.is_active:
-            return
-        registered = await self._zk(self.zk.live_brokers, self._watch_brokers)
-        self._refusing = {b: r for b, r in self._refusing.items() if registered.get(b) == r}
-        live = {b: r for b, r in registered.items() if self._refusing.get(b) != r}
-        # A broker registered with a new epoch restarted meanwhile: gone, then back.
-        gone = {b for b, known in self.brokers.items() if b not in live or live[b] != known}
-        started = {b for b in live if b not in self.brokers or b in gone}
-        self.brokers = live
-        self.channel.set_brokers(live)
-        for broker in gone | started:  # a broker registered anew reports its dirs again
-            self.offline_replicas.pop(broker, None)
-        if gone:
-            await self._on_brokers_gone(gone)
-        if started:
-            await self._on_brokers_started(started)
-
-    async def _on_brokers_gone(self, gone: set[int]) -> None:
-        """Each partition the brokers led gets a new leader; they leave every ISR."""
-        logger.info("brokers %s left the cluster", sorted(gone))
-        alive = set(self.brokers) - gone - self.shutting_down_brokers()
-        affected = [key for key in self.states if gone.intersection(self._replicas(key))]
-        changed = [key for key in affected if await self._elect_leader(key, alive)]
-        self._record_states(affected)
-        await self._send_leader_and_isr(changed, to=alive)
-        await self._send_update_metadata(self._leaderships(affected), to=alive)
-
-    async def _on_brokers_started(self, started: set[int]) -> None:
-        """A (re)joining broker gets the whole metadata and its replicas; a partition
-        without a leader may get one among them."""
-        logger.info("brokers %s joined the cluster", sorted(started))
-        live = set(self.brokers)
-        hosted = [key for key in self.states if started.intersection(self._replicas(key))]
-        changed = [
-            key
-            for key in hosted
-            if self.states[key].leader not in live and await self._elect_leader(key, live)
-        ]
-        await self._send_update_metadata(self._leaderships(self.states), to=started)
-        await self._send_update_metadata(self._leaderships(hosted), to=live - started)
-        self._record_states(hosted)
-        await self._send_leader_and_isr(changed)
-        await self._send_leader_and_isr([k for k in hosted if k not in changed], to=started)
-        await self._retry_deletions(started)
-
-    def _broker_refusing_reported(self, registration: BrokerRegistration) -> None:
-        """The channel's report (on the event loop): handled as an event in the queue."""
-        self.enqueue(lambda: self._on_broker_refusing(registration))
-
-    async def _on_broker_refusing(self, registration: BrokerRegistration) -> None:
-        """The broker's endpoint refused a connection: no process listens there (kill -9,
-        a crash, an out-of-memory kill), but its registration stays in ZooKeeper until its
-        session expires, ``zookeeper.session.timeout.ms`` later. Kafka's controller waits
-        for that; this one takes the broker out now, as if its session had ended: its
-        partitions get new leaders and it leaves every ISR. Its registration is set aside
-        until it goes or changes (a restarted broker registers anew). Should it outlive the
-        bound a restarted broker waits for its predecessor's registration, its session
-        lives, and so does its process: :meth:`_recheck_refusing` takes it back unless it
-        still refuses connections."""
-        broker = registration.broker_id
-        if not self.is_active or self.brokers.get(broker) != registration:
-            return
-        # A broker that shut down in a controlled way closes its listeners as it exits.
-        log = logger.info if broker in self.shutting_down_brokers() else logger.warning
-        log(
-            "broker %d refuses connections: it leaves the cluster without waiting for its "
-            "ZooKeeper session to expire",
-            broker,
-        )
-        self._refusing[broker] = registration
-        self.brokers = {b: r for b, r in self.brokers.items() if b != broker}
-        self.channel.set_brokers(self.brokers)
-        self.offline_replicas.pop(broker, None)
-        await self._on_brokers_gone({broker})
-        self._recheck_refusing_later(registration)
-
-    def _recheck_refusing_later(self, registration: BrokerRegistration) -> None:
-        delay = REGISTRATION_WAIT_FACTOR * self.zk.session_timeout_s
-        self._loop.call_later(delay, self.enqueue, lambda: self._recheck_refusing(registration))
-
-    async def _recheck_refusing(self, registration: BrokerRegistration) -> None:
-        """A refusing broker's registration outlived the bound: its session lives. It
-        rejoins unless its endpoint still refuses connections; then it is checked again
-        after another bound (a broker nobody can reach should lead nothing)."""
-        broker = registration.broker_id
-        if not self.is_active or self._refusing.get(broker) != registration:
-            return
-        if await self.channel.refuses_connections(registration):
-            logger.warning(
-                "broker %d still refuses connections, though its ZooKeeper session lives",
-                broker,
-            )
-            self._recheck_refusing_later(registration)
-            return
-        logger.warning("broker %d accepts connections again: it rejoins the cluster", broker)
-        del self._refusing[broker]
-        await self._brokers_changed()
-
     # -- partition state ------------------------------------------------------------------------
 
     def _replicas(self, key: TopicPartition) -> list[int]:
         topic, partition = key
         return self.assignments[topic].partitions[partition]
+
+    def _offline_on(self, key: TopicPartition) -> set[int]:
+        """The brokers whose replica of ``key`` is on a failed log directory."""
+        return {broker for broker, keys in self.offline_replicas.items() if key in keys}
 
     def _record_states(self, keys: Iterable[TopicPartition]) -> None:
         """The state machines follow the partitions' leaders and the brokers' liveness:
@@ -646,105 +473,3 @@ class Controller(LeaderMoves, Reassignments):
         every live broker."""
         for broker in sorted(self.brokers if to is None else to):
             await self.channel.update_metadata(broker, self.epoch, states)
-
-    # -- topics -----------------------------------------------------------------------------------
-
-    async def _topics_changed(self) -> None:
-        if not self.is_active:
-            return
-        topics = await self._zk(self.zk.topics, self._watch_topics)
-        for topic in topics:
-            assignment = await self._zk(self.zk.topic_assignment, topic)
-            if assignment is None:
-                continue
-            known = self.assignments.get(topic)
-            new_partitions = sorted(
-                set(assignment.partitions) - set(known.partitions if known else ())
-            )
-            self.assignments[topic] = assignment
-            if new_partitions:
-                await self._start_partitions(assignment, new_partitions)
-        for topic in set(self.assignments) - set(topics):
-            assignment = self.assignments.pop(topic)
-            for partition in assignment.partitions:
-                self.states.pop((topic, partition), None)
-
-    async def _start_partitions(self, assignment: TopicAssignment, partitions: list[int]) -> None:
-        """Online-partition transition: reuse a recorded state, or elect the first live
-        replica and record it; then tell the replicas and every broker."""
-        keys = [(assignment.topic, index) for index in partitions]
-        await self._initialize_partitions(key for key in keys if key not in self.states)
-        self._record_states(keys)
-        await self._send_leader_and_isr(keys)
-        await self._send_update_metadata(self._leaderships(keys))
-
-    async def delete_topics(self, topics: list[str]) -> None:
-        """DeleteTopics on the controller, as an event in the queue."""
-        await self.enqueue(lambda: self._delete_topics(topics))
-
-    async def add_topics(
-        self, assignments: list[TopicAssignment], configs: dict[str, dict[str, str]]
-    ) -> dict[str, Exception | None]:
-        """CreateTopics on the controller, as an event in the queue: write each topic,
-        then bring its partitions online. Returns each topic's failure (or None)."""
-        results: dict[str, Exception | None] = {}
-        await self.enqueue(lambda: self._add_topics(assignments, configs, results))
-        return results
-
-    async def add_partitions(self, topic: str, new_partitions: dict[int, list[int]]) -> None:
-        """CreatePartitions on the controller, as an event in the queue: extend the
-        topic's assignment in ZooKeeper, then bring the new partitions online. Raises
-        the ZooKeeper client's error when the topic changed meanwhile."""
-        await self.enqueue(lambda: self._add_partitions(topic, new_partitions))
-
-    async def _add_partitions(self, topic: str, new_partitions: dict[int, list[int]]) -> None:
-        assignment = await self._zk(self.zk.add_topic_partitions, topic, new_partitions)
-        self.assignments[topic] = assignment
-        await self._start_partitions(assignment, sorted(new_partitions))
-
-    async def _delete_topics(self, topics: list[str]) -> None:
-        """Stop and delete every replica, then remove the znodes, then tell every broker
-        (leader -2 marks a partition being deleted)."""
-        for topic in topics:
-            await self._zk(self.zk.mark_topic_for_deletion, topic)
-        deleted: list[PartitionLeadership] = []
-        for topic in topics:
-            assignment = self.assignments.pop(topic, None)
-            if assignment is not None:
-                keys = [(topic, index) for index in sorted(assignment.partitions)]
-                known = [
-                    k
-                    for k in keys
-                    if self.machines.partition_state(k) != PartitionPhase.NON_EXISTENT
-                ]
-                self.machines.move_partitions(known, PartitionPhase.OFFLINE)
-                self.machines.move_partitions(known, PartitionPhase.NON_EXISTENT)
-                for index, replicas in sorted(assignment.partitions.items()):
-                    self.states.pop((topic, index), None)
-                    self._zk_reassigning.pop((topic, index), None)
-                    deleted.append(
-                        PartitionLeadership(
-                            topic,
-                            assignment.topic_id,
-                            index,
-                            LEADER_DURING_DELETE,
-                            0,
-                            tuple(replicas),
-                            (),
-                            self.epoch,
-                        )
-                    )
-                await self._delete_replicas(
-                    [(t, p, b) for t, p in keys for b in assignment.partitions[p]]
-                )
-            await self._zk(self.zk.delete_topic_znodes, topic)
-        await self._send_update_metadata(deleted)
-
-    async def _add_topics(self, assignments, configs, results) -> None:
-        for assignment in assignments:
-            try:
-                await self._zk(self.zk.create_topic, assignment, configs.get(assignment.topic, {}))
-                results[assignment.topic] = None
-            except Exception as error:
-                results[assignment.topic] = error
-        await self._topics_changed()
