@@ -33,7 +33,7 @@ row   brokers                                     their NodeState          actio
                                                                            min ISR too)
 4     stale, not ready (controller last; only     NOT_RUNNING, NOT_READY   RESTART
       the lowest lacking a volume, if any lacks)
-5     restarted, not READY                        RECOVERING               WAIT
+5     restarted, not READY                        RECOVERING, LAGGING      WAIT
                                                   other, within timeout    WAIT
                                                   other, timed out         RESTART again
 6     restarted, not leading some partitions it   READY                    ELECT_PREFERRED
@@ -327,7 +327,7 @@ def decide_roll(
     for broker in unready_restarted:
         why = _why_not_ready(broker, state[broker.id], partitions)
         since = broker.since_restart_s
-        if state[broker.id] is NodeState.RECOVERING or since is None:
+        if state[broker.id] in (NodeState.RECOVERING, NodeState.LAGGING) or since is None:
             return RollDecision(
                 RollAction.WAIT, broker.id, f"waiting for broker {broker.id}: {why}"
             )
