@@ -25,19 +25,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
 
 from tidelog.admin.async_connection import AsyncBrokerConnection
 from tidelog.controller.requests import inter_broker_endpoint
+from tidelog.controller.zk_client import KafkaZkClient
 from tidelog.controller.zk_session import SESSION_ERRORS, ZooKeeperUnavailableError
 from tidelog.protocol import ApiKey, MalformedMessageError, request_class
 from tidelog.protocol.errors import ErrorCode
+from tidelog.server.config import BrokerConfig
+from tidelog.server.metadata_cache import MetadataCache
 
-if TYPE_CHECKING:
-    from tidelog.server.broker import Broker
-
-__all__ = ["CONTROLLED_SHUTDOWN_VERSION", "shut_down_controlled"]
+__all__ = ["CONTROLLED_SHUTDOWN_VERSION", "ShuttingDownBroker", "shut_down_controlled"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +65,21 @@ class ControllerUnavailableError(Exception):
     """No controller, or none reachable on the inter-broker listener."""
 
 
-async def shut_down_controlled(broker: Broker) -> bool:
+@dataclass(frozen=True)
+class ShuttingDownBroker:
+    """What a controlled shutdown reads of the broker: its id and configuration, its
+    ZooKeeper client, its metadata cache (the controller's endpoint), and its own
+    controller's ControlledShutdown (``own_controller(broker_id, broker_epoch)``: the
+    error and the partitions still led), used when this broker is the controller."""
+
+    broker_id: int
+    config: BrokerConfig
+    zk: KafkaZkClient
+    metadata: MetadataCache
+    own_controller: Callable[[int, int], Awaitable[tuple[ErrorCode, list[TopicPartition]]]]
+
+
+async def shut_down_controlled(broker: ShuttingDownBroker) -> bool:
     """Ask the controller until it moved every leadership of ``broker`` it could; True
     when it did."""
     config = broker.config
@@ -108,7 +123,7 @@ async def shut_down_controlled(broker: Broker) -> bool:
     return False
 
 
-async def _ask_controller(broker: Broker) -> tuple[ErrorCode, list[TopicPartition]]:
+async def _ask_controller(broker: ShuttingDownBroker) -> tuple[ErrorCode, list[TopicPartition]]:
     if not broker.zk.connected:
         # kazoo would hold the reads below until it reconnects.
         raise ZooKeeperUnavailableError("not connected to ZooKeeper")
@@ -121,7 +136,7 @@ async def _ask_controller(broker: Broker) -> tuple[ErrorCode, list[TopicPartitio
     if controller_id == broker.broker_id:
         # Its controller writes the partition states to ZooKeeper.
         return await _while_connected(
-            broker, broker.controller.controlled_shutdown(broker.broker_id, epoch), timeout
+            broker, broker.own_controller(broker.broker_id, epoch), timeout
         )
     host, port = await _endpoint_of(broker, controller_id, timeout)
     connection = await asyncio.wait_for(
@@ -142,7 +157,7 @@ async def _ask_controller(broker: Broker) -> tuple[ErrorCode, list[TopicPartitio
     return ErrorCode(response.error_code), remaining
 
 
-async def _alone(broker: Broker) -> bool:
+async def _alone(broker: ShuttingDownBroker) -> bool:
     """True when ZooKeeper registers no broker but ``broker``; False when it registers
     others or cannot be read (the retries then go on as Kafka's do)."""
     timeout = broker.config["controller.socket.timeout.ms"] / 1000
@@ -153,7 +168,9 @@ async def _alone(broker: Broker) -> bool:
     return set(live) <= {broker.broker_id}
 
 
-async def _endpoint_of(broker: Broker, broker_id: int, timeout: float) -> tuple[str, int]:
+async def _endpoint_of(
+    broker: ShuttingDownBroker, broker_id: int, timeout: float
+) -> tuple[str, int]:
     listener = broker.config["inter.broker.listener.name"]
     registration = broker.metadata.brokers.get(broker_id)
     if registration is None:
@@ -165,7 +182,7 @@ async def _endpoint_of(broker: Broker, broker_id: int, timeout: float) -> tuple[
     return endpoint
 
 
-async def _while_connected(broker: Broker, work: Awaitable[T], timeout: float) -> T:
+async def _while_connected(broker: ShuttingDownBroker, work: Awaitable[T], timeout: float) -> T:
     """``work``'s result, given up after ``timeout`` seconds or once the ZooKeeper
     connection is lost (a request kazoo holds until it reconnects would keep it waiting)."""
     task = asyncio.ensure_future(work)

@@ -43,7 +43,9 @@ async def handle_find_coordinator(broker, header, request, context):
     keys = list(request.coordinator_keys) if header.request_api_version >= 4 else [request.key]
     waiting = None
     if request.key_type == GROUP_KEY and OFFSETS_TOPIC not in broker.metadata.topics:
-        waiting = await broker.create_offsets_topic()  # once per request, whatever the keys
+        waiting = (
+            await broker.internal_topics.create_offsets_topic()
+        )  # once per request, whatever the keys
     found = [_find(broker, key, request.key_type, context.listener, waiting) for key in keys]
     # Before v4 one key, answered at the top level; from v4 the top level is unused.
     error, message, node_id, host, port = found[0] if found else (ErrorCode.NONE, None, -1, "", -1)

@@ -77,7 +77,7 @@ async def handle_metadata(broker, header, request, context):
             elif topic_name_error(name):
                 topics.append(_error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
             elif auto_create and broker.config["auto.create.topics.enable"]:
-                code = await broker.auto_create_topic(name)
+                code = await broker.internal_topics.auto_create_topic(name)
                 created = cache.topics.get(name)
                 if code == ErrorCode.NONE and created is not None:
                     topics.append(_topic(created, version))
