@@ -7,6 +7,13 @@ file slices of whole batches. Retention, DeleteRecords, truncation and the clean
 segment replacement change the segment list under one lock; readers take a snapshot of
 the list and never block appends.
 
+The class is written in three modules, one job each: this one holds the log's state
+(segment list, log end, offsets, locks), opening, reads, flushing, leader epochs and the
+directory's lifecycle; ``log_append.py`` the appends and rolling (:class:`LogAppends`);
+``log_truncation.py`` truncation, retention, DeleteRecords and the cleaner's segment
+replacement (:class:`LogTruncation`). Both are mixed into :class:`Log` and work on its
+state only.
+
 Flushing follows Kafka's ``flush.messages`` and ``flush.ms``: an append that leaves
 ``flush.messages`` or more offsets between the recovery point and the log end fsyncs the
 log to its end before it returns (so before the produce is acknowledged), as Kafka's
@@ -33,37 +40,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from tidelog.records.batch import (
-    PREFIX_SIZE,
-    BatchHeader,
-    assigned_prefix,
-    iter_batch_headers,
-    rewrite_base_offset_and_epoch,
-)
-from tidelog.records.legacy import legacy_magic, read_message_set, to_record_batch
-from tidelog.records.validation import validate_producer_records, validate_replicated_records
 from tidelog.storage.checkpoints import fsync_directory
 from tidelog.storage.config import LogConfig
-from tidelog.storage.errors import OffsetOutOfRangeError, StorageError
+from tidelog.storage.errors import OffsetOutOfRangeError
 from tidelog.storage.leader_epoch import LeaderEpochCache
-from tidelog.storage.log_append_time import stamp_log_append_time
-from tidelog.storage.log_loader import (
-    CLEANED_SUFFIX,
-    DELETED_SUFFIX,
-    SWAP_SUFFIX,
-    load_log,
-)
-from tidelog.storage.producer_state import BatchMetadata, ProducerStateManager
-from tidelog.storage.retention import segments_below_start_offset, segments_to_delete
+from tidelog.storage.log_append import AppendInfo, LogAppends
+from tidelog.storage.log_loader import load_log
+from tidelog.storage.log_truncation import LogTruncation
+from tidelog.storage.producer_state import ProducerStateManager
 from tidelog.storage.scheduler import Scheduler
-from tidelog.storage.segment import (
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    FetchSlice,
-    LogSegment,
-    segment_file_name,
-)
+from tidelog.storage.segment import FetchSlice, LogSegment
 from tidelog.storage.time_index import TimestampOffset
 
 __all__ = ["AppendInfo", "Log", "parse_topic_partition"]
@@ -94,18 +80,7 @@ class LogEnd(NamedTuple):
     position: int
 
 
-class AppendInfo(NamedTuple):
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    offset_of_max_timestamp: int
-    record_count: int
-    size: int
-    log_append_time: int  # -1 unless the topic uses LogAppendTime
-    duplicate: bool = False  # a producer's retry of a batch already in the log
-
-
-class Log:
+class Log(LogAppends, LogTruncation):
     def __init__(
         self,
         directory: Path,
@@ -246,154 +221,6 @@ class Log:
     def update_config(self, config: LogConfig) -> None:
         self.config = config
 
-    # -- append --------------------------------------------------------------------------
-
-    def append_as_leader(
-        self, records, leader_epoch: int = 0, *, validate: bool = True
-    ) -> AppendInfo:
-        """Validate a producer's batches and append them with offsets assigned here.
-
-        Offsets are assigned without copying a batch: each batch is written as a new
-        16-byte prefix (baseOffset, batchLength, partitionLeaderEpoch) followed by the
-        producer's bytes from the magic byte on, in one ``pwritev``. Raises a
-        ``RecordsError`` subclass (carrying its Kafka error code) and writes nothing
-        when any batch is invalid. ``validate=False`` is for batches the broker built
-        itself in memory (the group coordinator's), which are not checked again. A
-        message set of magic 0 or 1 (an old producer's) is checked and converted into
-        one record batch v2 first, as Kafka's LogValidator does.
-        """
-        if legacy_magic(records) is not None:  # an old producer's message set
-            records = to_record_batch(
-                read_message_set(records, require_keys=self.config.compact),
-                target_codec=self.config.compression_type,
-                levels=self.config.compression_level,
-            )
-        if validate:
-            headers = validate_producer_records(
-                records,
-                max_message_bytes=self.config.max_message_bytes,
-                require_keys=self.config.compact,
-            ).batches
-        else:
-            headers = tuple(iter_batch_headers(records))
-        if self.config.message_timestamp_type == "LogAppendTime":
-            return self._append_with_log_append_time(records, headers, leader_epoch)
-        view = memoryview(records).cast("B")
-        with self._lock:
-            duplicate = self.producer_state.check(headers)
-            if duplicate is not None:
-                return _duplicate_info(duplicate)
-            first_offset = next_offset = self._next_offset
-            self.leader_epochs.assign(leader_epoch, first_offset)
-            pieces, batches = [], []
-            for header in headers:
-                start = header.position
-                pieces.append(assigned_prefix(header, next_offset, leader_epoch))
-                pieces.append(view[start + PREFIX_SIZE : start + header.size])
-                batches.append(
-                    header._replace(base_offset=next_offset, partition_leader_epoch=leader_epoch)
-                )
-                next_offset += header.last_offset_delta + 1
-            return self._append(pieces, batches, first_offset, -1)
-
-    def _append_with_log_append_time(self, records, headers, leader_epoch: int) -> AppendInfo:
-        """LogAppendTime changes bytes under the CRC, so these batches are copied."""
-        data = bytearray(records)
-        with self._lock:
-            duplicate = self.producer_state.check(headers)
-            if duplicate is not None:
-                return _duplicate_info(duplicate)
-            first_offset = next_offset = self._next_offset
-            self.leader_epochs.assign(leader_epoch, first_offset)
-            for header in headers:
-                rewrite_base_offset_and_epoch(data, header.position, next_offset, leader_epoch)
-                next_offset += header.last_offset_delta + 1
-            append_time = int(self._clock() * 1000)
-            stamp_log_append_time(data, headers, append_time)
-            return self._append([data], list(iter_batch_headers(data)), first_offset, append_time)
-
-    def append_as_follower(self, records) -> AppendInfo:
-        """Append batches that already carry their offsets (replication): each must be
-        whole, intact (CRC) and above the previous one, the first at or above the log
-        end offset; a partial batch at the end of a fetch response is left out. A new
-        leader epoch among them is checkpointed by the scheduler's thread, not the
-        caller's (the replica fetchers share the event loop with every request)."""
-        batches = validate_replicated_records(records)
-        view = memoryview(records).cast("B")[: batches[-1].position + batches[-1].size]
-        with self._lock:
-            if batches[0].base_offset < self._next_offset:
-                raise OffsetOutOfRangeError(
-                    f"batch at offset {batches[0].base_offset} is below the log end offset "
-                    f"{self._next_offset} of {self.directory.name}"
-                )
-            new_epoch = self._assign_batch_epochs(batches)
-            appended = self._append([view], batches, batches[0].base_offset, -1)
-        if new_epoch:
-            self._schedule(self.write_leader_epochs)
-        return appended
-
-    def _assign_batch_epochs(self, batches: Sequence[BatchHeader]) -> bool:
-        """A follower's batches carry the epochs of the leaders that wrote them; True
-        when that changed the entries (in memory only)."""
-        cache = self.leader_epochs
-        changed = False
-        for batch in batches:
-            if batch.partition_leader_epoch >= 0:  # -1: written before epochs existed
-                epoch, start = batch.partition_leader_epoch, batch.base_offset
-                changed |= cache.assign(epoch, start, write=False)
-        return changed
-
-    def _append(
-        self, pieces: Sequence, batches: Sequence[BatchHeader], first_offset: int, append_time: int
-    ) -> AppendInfo:
-        last = batches[-1]
-        max_batch = max(batches, key=lambda batch: batch.max_timestamp)
-        size = last.position + last.size - batches[0].position
-        segment = self._maybe_roll(size, max_batch.max_timestamp, first_offset, batches)
-        segment.append(pieces, batches)
-        self.producer_state.update(batches)
-        self._publish_end(last.next_offset)
-        if last.next_offset - self.recovery_point >= self.config.flush_messages:
-            self.flush()  # flush.messages: durable before the caller acknowledges it
-        return AppendInfo(
-            first_offset=first_offset,
-            last_offset=last.last_offset,
-            max_timestamp=max_batch.max_timestamp,
-            offset_of_max_timestamp=max_batch.last_offset,
-            record_count=sum(batch.records_count for batch in batches),
-            size=size,
-            log_append_time=append_time,
-        )
-
-    def _maybe_roll(
-        self, size: int, max_timestamp: int, first_offset: int, batches: Sequence[BatchHeader]
-    ) -> LogSegment:
-        segment = self.active_segment
-        if segment.should_roll(size, max_timestamp, batches, self.config):
-            return self.roll(first_offset)
-        return segment
-
-    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
-        """Start a new active segment at the log end offset (or ``expected_next_offset``
-        when a follower's append begins past it); flush the old one in the background."""
-        with self._lock:
-            new_base = max(expected_next_offset or 0, self._next_offset)
-            active = self.active_segment
-            if active.base_offset == new_base and active.size == 0:
-                return active
-            active.on_become_inactive()
-            self.producer_state.take_snapshot(new_base)
-            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                stale = self.directory / segment_file_name(new_base, suffix)
-                if stale.exists():
-                    logger.warning("deleting stale %s before rolling to it", stale)
-                    stale.unlink()
-            segment = self._new_segment(new_base)
-            self._set_segments([*self._segments, segment])
-            self._publish_end(self._next_offset)
-        self._schedule(lambda: self.flush(new_base))
-        return segment
-
     def _schedule(self, work: Callable[[], object]) -> None:
         if self._scheduler is None:
             work()
@@ -409,23 +236,6 @@ class Log:
             if self._on_io_error is None:
                 raise
             self._on_io_error(self, error)
-
-    def _retire(self, segments: Sequence[LogSegment]) -> None:
-        """Rename removed segments to ``.deleted`` now (so a crash cannot bring them back)
-        and delete their files after ``file.delete.delay.ms``, when no reader still
-        sends from them."""
-        for segment in segments:
-            logger.info("deleting segment %s", segment.log_path)
-            segment.change_file_suffixes("", DELETED_SUFFIX)
-        if self._scheduler is None:
-            for segment in segments:
-                segment.delete()
-            return
-        for segment in segments:
-            self._scheduler.schedule(
-                self.config.file_delete_delay_ms / 1000,
-                lambda segment=segment: self._reporting_io_errors(segment.delete),
-            )
 
     # -- read ------------------------------------------------------------------------------
 
@@ -487,7 +297,7 @@ class Log:
                 return found
         return None
 
-    # -- flush, truncation, retention --------------------------------------------------------
+    # -- flush -------------------------------------------------------------------------------
 
     def flush(self, offset: int | None = None) -> None:
         """fsync every segment holding offsets below ``offset`` (default: everything) and
@@ -514,75 +324,6 @@ class Log:
             if self._truncations == truncations and target > self.recovery_point:
                 self.recovery_point = target
                 self.last_flushed_ms = int(self._clock() * 1000)
-
-    def truncate_to(self, offset: int) -> bool:
-        """Remove every offset >= ``offset`` (a follower diverged from its leader)."""
-        with self._lock:
-            if offset >= self._next_offset:
-                return False
-            if offset < self._segments[0].base_offset:
-                self.truncate_fully_and_start_at(offset)
-                return True
-            self._truncations += 1
-            keep = [s for s in self._segments if s.base_offset <= offset]
-            removed = self._segments[len(keep) :]
-            self._set_segments(keep)
-            self._retire(removed)
-            keep[-1].truncate_to(offset)
-            keep[-1].resize_indexes(self.config.segment_index_bytes)
-            self._publish_end(keep[-1].read_next_offset())
-            self.leader_epochs.truncate_from_end(self._next_offset)
-            self._load_producer_state()
-            self.recovery_point = min(self.recovery_point, self._next_offset)
-            self.log_start_offset = min(self.log_start_offset, self._next_offset)
-            return True
-
-    def truncate_fully_and_start_at(self, offset: int) -> None:
-        """Drop every segment and start empty at ``offset``."""
-        with self._lock:
-            self._truncations += 1
-            self._retire(self._segments)
-            self._set_segments([self._new_segment(offset)])
-            self._publish_end(offset)
-            self.leader_epochs.clear()
-            self.producer_state.clear()
-            self.producer_state.delete_snapshots_below(offset + 1)
-            self.log_start_offset = offset
-            self.recovery_point = offset
-
-    def delete_old_segments(self) -> int:
-        """Apply retention (time, size, log start offset); returns segments deleted."""
-        now_ms = int(self._clock() * 1000)
-        with self._lock:
-            doomed = segments_to_delete(self._segments, self.config, self.log_start_offset, now_ms)
-            self._delete_segments(doomed)
-            return len(doomed)
-
-    def maybe_increment_log_start_offset(self, offset: int) -> int:
-        """DeleteRecords: move the log start offset up to ``offset`` and drop the
-        segments wholly below it; returns the new log start offset."""
-        with self._lock:
-            if offset > self._next_offset:
-                raise OffsetOutOfRangeError(
-                    f"cannot delete records up to {offset}: the log ends at {self._next_offset}"
-                )
-            if offset > self.log_start_offset:
-                self.log_start_offset = offset
-                self._delete_segments(
-                    segments_below_start_offset(self._segments, self.log_start_offset)
-                )
-                self.leader_epochs.truncate_from_start(self.log_start_offset)
-            return self.log_start_offset
-
-    def _delete_segments(self, doomed: Sequence[LogSegment]) -> None:
-        if not doomed:
-            return
-        gone = set(map(id, doomed))
-        self._set_segments([s for s in self._segments if id(s) not in gone])
-        self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
-        self.leader_epochs.truncate_from_start(self.log_start_offset)
-        self._retire(doomed)
-        self.producer_state.delete_snapshots_below(self.log_start_offset)
 
     # -- leader epochs -----------------------------------------------------------------------------
 
@@ -615,13 +356,7 @@ class Log:
             if not self._deleted:
                 self.leader_epochs.write_if_changed()
 
-    # -- cleaner support -------------------------------------------------------------------------
-
-    def new_cleaned_segment(self, base_offset: int) -> LogSegment:
-        """An empty ``.cleaned`` segment that a cleaning writes into."""
-        for stale in self.directory.glob(segment_file_name(base_offset, ".*" + CLEANED_SUFFIX)):
-            stale.unlink()
-        return self._new_segment(base_offset, CLEANED_SUFFIX)
+    # -- new segments ----------------------------------------------------------------------------
 
     def _new_segment(self, base_offset: int, file_suffix: str = "") -> LogSegment:
         return LogSegment(
@@ -632,35 +367,6 @@ class Log:
             file_suffix=file_suffix,
             rolling_jitter_ms=_jitter(self.config),
         )
-
-    def replace_segments(
-        self, new_segments: Sequence[LogSegment], old_segments: Sequence[LogSegment]
-    ) -> None:
-        """Swap cleaned segments in for the ones they replace, crash-safely (seed 001):
-        ``.cleaned`` → ``.swap`` in descending offset order, old segments → ``.deleted``
-        and deleted, then the ``.swap`` suffix is dropped. ``log_loader`` finishes or
-        undoes the sequence after a crash at any point."""
-        with self._lock:
-            current = set(map(id, self._segments))
-            missing = [s for s in old_segments if id(s) not in current]
-            if missing or self.active_segment in old_segments:
-                raise StorageError(
-                    f"cannot replace {missing or [self.active_segment]} of "
-                    f"{self.directory.name}: the log changed under the cleaning"
-                )
-            old = sorted(old_segments, key=lambda s: s.base_offset)
-            new = sorted(new_segments, key=lambda s: s.base_offset)
-            for segment in new:
-                segment.flush()  # the data must be durable before the rename commits it
-            for segment in reversed(new):
-                segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
-            fsync_directory(self.directory)
-            replaced = set(map(id, old))
-            self._set_segments([s for s in self._segments if id(s) not in replaced] + new)
-            self._retire(old)
-            for segment in new:
-                segment.change_file_suffixes(SWAP_SUFFIX, "")
-            fsync_directory(self.directory)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -700,19 +406,6 @@ class Log:
             f"Log({self.directory.name}, start={self.log_start_offset}, "
             f"end={self._next_offset}, segments={len(self._segments)})"
         )
-
-
-def _duplicate_info(original: BatchMetadata) -> AppendInfo:
-    return AppendInfo(
-        first_offset=original.first_offset,
-        last_offset=original.last_offset,
-        max_timestamp=original.timestamp,
-        offset_of_max_timestamp=original.last_offset,
-        record_count=0,
-        size=0,
-        log_append_time=-1,
-        duplicate=True,
-    )
 
 
 def _jitter(config: LogConfig) -> int:
