@@ -550,12 +550,16 @@ def _scale_back_to_three(deployment: OperatorDeployment) -> None:
 
 
 def _moved(deployment: OperatorDeployment, operation: str, spread: int) -> bool:
+    """The last movement of replicas is ``operation`` and done, and the data is spread
+    over brokers ``0 .. spread-1``: each holds replicas, and no other broker is listed."""
     status = deployment.get("cluster/events").get("status", {})
     move = status.get("rebalance", {})
+    brokers = status.get("brokers", [])
     return (
         move.get("operation") == operation
         and move.get("state") == "Done"
-        and status.get("spreadBrokers") == spread
+        and sorted(b["id"] for b in brokers) == list(range(spread))
+        and all(b.get("replicas", 0) > 0 for b in brokers)
     )
 
 
