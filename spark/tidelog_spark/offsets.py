@@ -27,7 +27,8 @@ from pathlib import Path
 from pyspark.sql.streaming import StreamingQueryListener
 
 from tidelog.admin import AdminClient, AdminError
-from tidelog.admin.groups import OffsetAndMetadata, TopicPartition
+from tidelog.admin.group_offsets import OffsetAndMetadata
+from tidelog.admin.groups import TopicPartition
 from tidelog.protocol.errors import ProtocolError
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,8 @@ import pytest
 
 from tidelog.admin import AdminClient, AdminError
 from tidelog.admin import groups as groups_module
-from tidelog.admin.groups import OffsetAndMetadata, TopicPartition
+from tidelog.admin.group_offsets import OffsetAndMetadata
+from tidelog.admin.groups import TopicPartition
 from tidelog.protocol import (
     ApiKey,
     RequestHeader,

@@ -10,15 +10,15 @@ from dataclasses import dataclass, field
 import pytest
 
 from tidelog.admin import AdminError
+from tidelog.admin.group_offsets import OffsetAndMetadata
 from tidelog.admin.groups import (
     GroupDescription,
     GroupListing,
-    ListedOffset,
     MemberDescription,
     Node,
-    OffsetAndMetadata,
     TopicPartition,
 )
+from tidelog.admin.log_offsets import ListedOffset
 from tidelog.cli import consumer_groups as cg
 from tidelog.cli.consumer_groups import UsageError, parse_args, parse_topic_args
 from tidelog.cli.group_tables import (

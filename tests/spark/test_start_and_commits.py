@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tidelog.admin.groups import OffsetAndMetadata, TopicPartition
+from tidelog.admin.group_offsets import OffsetAndMetadata
+from tidelog.admin.groups import TopicPartition
 from tidelog.server.process import free_port
 from tidelog_spark.offsets import batch_end_offsets, checkpoint_query_id, commit_mark, plan_start
 

@@ -1,5 +1,6 @@
 """High-level admin calls over :class:`BrokerConnection` (a growing subset of Kafka's
-Admin API). Consumer groups and offsets: :mod:`tidelog.admin.groups`."""
+Admin API). Consumer groups: :mod:`tidelog.admin.groups`; their committed offsets:
+:mod:`tidelog.admin.group_offsets`; log offsets: :mod:`tidelog.admin.log_offsets`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from collections.abc import Mapping
 
 from tidelog.admin.connection import BrokerConnection
 from tidelog.admin.errors import AdminError
+from tidelog.admin.group_offsets import GroupOffsetsMixin
 from tidelog.admin.groups import ConsumerGroupsMixin
+from tidelog.admin.log_offsets import LogOffsetsMixin
 from tidelog.admin.moves import MovesMixin
 from tidelog.admin.topics import TopicsMixin
 from tidelog.protocol import ApiKey
@@ -27,7 +30,7 @@ def _split(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-class AdminClient(ConsumerGroupsMixin, TopicsMixin, MovesMixin):
+class AdminClient(ConsumerGroupsMixin, GroupOffsetsMixin, LogOffsetsMixin, TopicsMixin, MovesMixin):
     """Admin calls over short-lived connections; ``timeout`` (seconds) bounds each
     socket operation and the retries of a call."""
 

@@ -1,12 +1,12 @@
-"""Consumer-group and offset calls of :class:`~tidelog.admin.AdminClient` (the part of
+"""Consumer-group calls of :class:`~tidelog.admin.AdminClient` (the part of
 Kafka's Admin API that ``tidelog-consumer-groups`` and the operator need).
 
 Group requests go to the group's coordinator, found with FindCoordinator. As Kafka's
 admin client does, a call that meets COORDINATOR_LOAD_IN_PROGRESS waits and asks the same
 coordinator again, and one that meets COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR or a
 dropped connection finds the coordinator again and retries, until the client's timeout.
-ListOffsets goes to each partition's leader, with the same kind of retry on leadership
-errors (metadata is read again).
+Committed offsets are in :mod:`tidelog.admin.group_offsets`, log offsets in
+:mod:`tidelog.admin.log_offsets`.
 
 Every request is written for the version the broker and tidelog's codec agree on, so the
 same calls work against tidelog and against Apache Kafka.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -27,41 +27,21 @@ from tidelog.protocol.consumer_protocol import PROTOCOL_TYPE, decode_assignment,
 from tidelog.protocol.errors import ErrorCode
 
 __all__ = [
-    "EARLIEST",
     "GROUP_STATES",
-    "LATEST",
     "ConsumerGroupsMixin",
     "GroupDescription",
     "GroupListing",
-    "ListedOffset",
     "MemberDescription",
     "Node",
-    "OffsetAndMetadata",
     "TopicPartition",
     "canonical_state",
 ]
 
-# ListOffsets' special timestamps.
-LATEST = -1
-EARLIEST = -2
-_SPECS = {"latest": LATEST, "earliest": EARLIEST}
 
 # Errors after which the coordinator is looked up again.
 _FIND_AGAIN = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 # Errors after which the same coordinator is asked again.
 _ASK_AGAIN = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
-# Per-partition ListOffsets errors that mean "ask the (new) leader again".
-_LEADERSHIP = frozenset(
-    {
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        ErrorCode.LEADER_NOT_AVAILABLE,
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.OFFSET_NOT_AVAILABLE,
-        ErrorCode.UNKNOWN_LEADER_EPOCH,
-        ErrorCode.FENCED_LEADER_EPOCH,
-        ErrorCode.REPLICA_NOT_AVAILABLE,
-    }
-)
 # The protocol types of consumer groups, as Kafka's admin decides: ``consumer``, or empty
 # (a group that only ever had offsets committed to it).
 _CONSUMER_TYPES = (PROTOCOL_TYPE, "")
@@ -148,23 +128,6 @@ class GroupDescription:
         return self.protocol_type in _CONSUMER_TYPES
 
 
-@dataclass(frozen=True)
-class OffsetAndMetadata:
-    offset: int
-    leader_epoch: int | None = None
-    metadata: str = ""
-
-
-@dataclass(frozen=True)
-class ListedOffset:
-    """One ListOffsets answer; ``offset`` is -1 when no record has a timestamp at or after
-    the one asked for."""
-
-    offset: int
-    timestamp: int = -1
-    leader_epoch: int | None = None
-
-
 def _topics(
     partitions: Iterable[TopicPartition],
     build: Callable[[TopicPartition], Any],
@@ -176,11 +139,6 @@ def _topics(
     for tp in partitions:
         by_topic.setdefault(tp.topic, []).append(build(tp))
     return [{"name": topic, key: built} for topic, built in by_topic.items()]
-
-
-def _partition_errors(topics: Iterable[Any]) -> list[int]:
-    """The error codes of a response's partitions, topic by topic."""
-    return [p.error_code for t in topics for p in t.partitions]
 
 
 class _Deadline:
@@ -422,261 +380,3 @@ class ConsumerGroupsMixin:
         return out
 
     # -- committed offsets ----------------------------------------------------------------
-
-    def list_group_offsets(
-        self,
-        group: str,
-        partitions: Iterable[tuple[str, int]] | None = None,
-        *,
-        require_stable: bool = False,
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
-        """The group's committed offsets (OffsetFetch), of every partition it has one for
-        when ``partitions`` is None; partitions without a committed offset are left out."""
-        wanted = None if partitions is None else [TopicPartition(*tp) for tp in partitions]
-        topics = (
-            None
-            if wanted is None
-            else _topics(wanted, lambda tp: tp.partition, "partition_indexes")
-        )
-
-        def body(version: int) -> dict:
-            if version >= 8:
-                return {
-                    "groups": [{"group_id": group, "topics": topics}],
-                    "require_stable": require_stable,
-                }
-            out: dict[str, Any] = {"group_id": group, "topics": topics}
-            if version >= 7:
-                out["require_stable"] = require_stable
-            return out
-
-        def errors(response, version: int) -> list[int]:
-            if version >= 8:
-                g = response.groups[0]
-                return [g.error_code, *_partition_errors(g.topics)]
-            codes = _partition_errors(response.topics)
-            return [response.error_code, *codes] if version >= 2 else codes
-
-        response, version, _ = self._coordinator_request(
-            group,
-            ApiKey.OFFSET_FETCH,
-            body,
-            errors,
-            min_version=2 if wanted is None else 1,
-        )
-        if version >= 8:
-            answer = response.groups[0]
-            top, topics_out = ErrorCode(answer.error_code), answer.topics
-        else:
-            top = ErrorCode(response.error_code) if version >= 2 else ErrorCode.NONE
-            topics_out = response.topics
-        if top != ErrorCode.NONE:
-            raise AdminError(top, f"OffsetFetch {group!r}: {top.name}")
-        out = {}
-        for topic in topics_out:
-            for p in topic.partitions:
-                error = ErrorCode(p.error_code)
-                if error != ErrorCode.NONE:
-                    raise AdminError(
-                        error,
-                        f"OffsetFetch {group!r} {topic.name}-{p.partition_index}: " f"{error.name}",
-                    )
-                if p.committed_offset < 0:
-                    continue
-                epoch = p.committed_leader_epoch
-                out[TopicPartition(topic.name, p.partition_index)] = OffsetAndMetadata(
-                    p.committed_offset, None if epoch < 0 else epoch, p.metadata or ""
-                )
-        return dict(sorted(out.items()))
-
-    def alter_group_offsets(
-        self, group: str, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata]
-    ) -> None:
-        """Commit ``offsets`` for the group as Kafka's admin does: OffsetCommit with
-        generation -1 and an empty member id, which the coordinator accepts only while the
-        group has no members (UNKNOWN_MEMBER_ID otherwise). Raises :class:`AdminError`
-        with the first partition error."""
-        wanted = {
-            TopicPartition(*tp): o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(o)
-            for tp, o in offsets.items()
-        }
-        if not wanted:
-            return
-
-        def body(version: int) -> dict:
-            def partition(tp: TopicPartition) -> dict:
-                o = wanted[tp]
-                out = {
-                    "partition_index": tp.partition,
-                    "committed_offset": o.offset,
-                    "committed_metadata": o.metadata,
-                }
-                if version >= 6 and o.leader_epoch is not None:
-                    out["committed_leader_epoch"] = o.leader_epoch
-                return out
-
-            return {
-                "group_id": group,
-                "generation_id_or_member_epoch": -1,
-                "member_id": "",
-                "topics": _topics(sorted(wanted), partition),
-            }
-
-        response, _, _ = self._coordinator_request(
-            group,
-            ApiKey.OFFSET_COMMIT,
-            body,
-            lambda r, v: _partition_errors(r.topics),
-        )
-        failed = [
-            (ErrorCode(p.error_code), TopicPartition(t.name, p.partition_index))
-            for t in response.topics
-            for p in t.partitions
-            if p.error_code != ErrorCode.NONE
-        ]
-        if failed:
-            error, tp = failed[0]
-            raise AdminError(
-                error,
-                f"OffsetCommit {group!r}: {error.name} for "
-                + ", ".join(str(tp) for e, tp in failed if e == error),
-            )
-
-    def delete_group_offsets(
-        self, group: str, partitions: Iterable[tuple[str, int]]
-    ) -> dict[TopicPartition, ErrorCode]:
-        """OffsetDelete: the error code of each partition (GROUP_SUBSCRIBED_TO_TOPIC while
-        a member is subscribed to its topic). A group-level error (GROUP_ID_NOT_FOUND,
-        NON_EMPTY_GROUP, ...) raises :class:`AdminError`."""
-        wanted = sorted({TopicPartition(*tp) for tp in partitions})
-        response, _, _ = self._coordinator_request(
-            group,
-            ApiKey.OFFSET_DELETE,
-            lambda v: {
-                "group_id": group,
-                "topics": _topics(wanted, lambda tp: {"partition_index": tp.partition}),
-            },
-            lambda r, v: [r.error_code, *_partition_errors(r.topics)],
-        )
-        error = ErrorCode(response.error_code)
-        if error != ErrorCode.NONE:
-            raise AdminError(error, f"OffsetDelete {group!r}: {error.name}")
-        return {
-            TopicPartition(t.name, p.partition_index): ErrorCode(p.error_code)
-            for t in response.topics
-            for p in t.partitions
-        }
-
-    # -- topics and log offsets -------------------------------------------------------------
-
-    def topic_partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
-        """The partitions of each topic (Metadata); an unknown topic raises
-        :class:`AdminError` (UNKNOWN_TOPIC_OR_PARTITION)."""
-        topics = list(dict.fromkeys(topics))
-        if not topics:
-            return {}
-        out = {}
-        for topic in self.metadata(topics).topics:
-            error = ErrorCode(topic.error_code)
-            if error != ErrorCode.NONE:
-                raise AdminError(error, f"topic {topic.name!r}: {error.message}")
-            out[topic.name] = sorted(p.partition_index for p in topic.partitions)
-        return {t: out[t] for t in topics}
-
-    def list_offsets(
-        self,
-        partitions: Iterable[tuple[str, int]],
-        spec: str | int | Mapping[tuple[str, int], str | int] = "latest",
-        *,
-        isolation_level: int = 0,
-    ) -> dict[TopicPartition, ListedOffset]:
-        """ListOffsets at each partition's leader. ``spec`` is ``"earliest"``,
-        ``"latest"`` or a timestamp in ms (the first offset whose record timestamp is at
-        or after it; -1 when there is none), or such a value per partition.
-        ``isolation_level`` 1 (read committed) gives the last stable offset as latest."""
-        wanted = list(dict.fromkeys(TopicPartition(*tp) for tp in partitions))
-
-        def timestamp(tp: TopicPartition) -> int:
-            value = spec.get(tp) if isinstance(spec, Mapping) else spec
-            if isinstance(value, str):
-                if value not in _SPECS:
-                    raise ValueError(f"offset spec {value!r}: earliest, latest or a timestamp")
-                return _SPECS[value]
-            if value is None or (value < 0 and value not in (EARLIEST, LATEST)):
-                raise ValueError(f"offset spec {value!r} for {tp}: earliest, latest or >= 0")
-            return value
-
-        timestamps = {tp: timestamp(tp) for tp in wanted}
-        out: dict[TopicPartition, ListedOffset] = {}
-        deadline = _Deadline(self.timeout)
-        while True:
-            pending = [tp for tp in wanted if tp not in out]
-            if not pending:
-                return {tp: out[tp] for tp in wanted}
-            retry: ErrorCode | None = None
-            for leader, tps in self._leaders(pending).items():
-                if leader is None:
-                    retry = ErrorCode.LEADER_NOT_AVAILABLE
-                    continue
-                try:
-                    answers = self._list_offsets_at(leader, tps, timestamps, isolation_level)
-                except OSError:
-                    retry = ErrorCode.NETWORK_EXCEPTION
-                    continue
-                for tp, (error, listed) in answers.items():
-                    if error == ErrorCode.NONE:
-                        out[tp] = listed
-                    elif error in _LEADERSHIP:
-                        retry = error
-                    else:
-                        raise AdminError(error, f"ListOffsets {tp}: {error.message}")
-            if retry is not None and not deadline.wait():
-                missing = ", ".join(str(tp) for tp in wanted if tp not in out)
-                raise AdminError(retry, f"ListOffsets {missing}: {retry.message}")
-
-    def _leaders(self, partitions: list[TopicPartition]) -> dict[Node | None, list[TopicPartition]]:
-        metadata = self.metadata(sorted({tp.topic for tp in partitions}))
-        nodes = {b.node_id: Node(b.node_id, b.host, b.port) for b in metadata.brokers}
-        leaders: dict[TopicPartition, int] = {}
-        for topic in metadata.topics:
-            error = ErrorCode(topic.error_code)
-            if error not in (ErrorCode.NONE, ErrorCode.LEADER_NOT_AVAILABLE):
-                raise AdminError(error, f"topic {topic.name!r}: {error.message}")
-            for p in topic.partitions:
-                leaders[TopicPartition(topic.name, p.partition_index)] = p.leader_id
-        out: dict[Node | None, list[TopicPartition]] = {}
-        for tp in partitions:
-            if tp not in leaders:
-                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                raise AdminError(error, f"{tp}: {error.message}")
-            out.setdefault(nodes.get(leaders[tp]), []).append(tp)
-        return out
-
-    def _list_offsets_at(
-        self,
-        leader: Node,
-        partitions: list[TopicPartition],
-        timestamps: Mapping[TopicPartition, int],
-        isolation_level: int,
-    ) -> dict[TopicPartition, tuple[ErrorCode, ListedOffset]]:
-        def body(version: int) -> dict:
-            out: dict[str, Any] = {
-                "replica_id": -1,
-                "topics": _topics(
-                    partitions,
-                    lambda tp: {"partition_index": tp.partition, "timestamp": timestamps[tp]},
-                ),
-            }
-            if version >= 2:
-                out["isolation_level"] = isolation_level
-            return out
-
-        response, _ = self._send(leader.address, ApiKey.LIST_OFFSETS, body, min_version=1)
-        return {
-            TopicPartition(t.name, p.partition_index): (
-                ErrorCode(p.error_code),
-                ListedOffset(p.offset, p.timestamp, None if p.leader_epoch < 0 else p.leader_epoch),
-            )
-            for t in response.topics
-            for p in t.partitions
-        }
