@@ -31,14 +31,17 @@ from tidelog_operator import kube, names
 __all__ = [
     "HANDLERS",
     "ApplyChildren",
+    "ApplyObjects",
     "Command",
     "Context",
-    "DeleteClaims",
+    "DeleteObjects",
     "ElectPreferredLeaders",
     "FinishReassignment",
+    "FreeVolume",
     "RestartBroker",
     "SetDrainingDirs",
     "StartReassignment",
+    "apply_statefulset",
     "carry_out",
 ]
 
@@ -61,6 +64,31 @@ class ApplyChildren(Command):
 
 
 @dataclass(frozen=True)
+class ApplyObjects(Command):
+    """Apply objects the Cluster cannot own or that are not its children: its local
+    volumes, their wipe pods, its brokers' node-reading binding."""
+
+    objects: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class DeleteObjects(Command):
+    """Delete objects (gone already is fine)."""
+
+    api_version: str
+    kind: str
+    names: tuple[str, ...]
+    namespace: str | None
+
+
+@dataclass(frozen=True)
+class FreeVolume(Command):
+    """Make a wiped local volume Available again (its claim reference removed)."""
+
+    volume: str
+
+
+@dataclass(frozen=True)
 class RestartBroker(Command):
     broker: int
     reason: str
@@ -79,11 +107,6 @@ class ElectPreferredLeaders(Command):
 class SetDrainingDirs(Command):
     broker: int
     dirs: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class DeleteClaims(Command):
-    claims: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -123,16 +146,21 @@ def _apply_children(command: ApplyChildren, context: Context) -> bool:
     statefulset = names.brokers_statefulset(context.cluster)
     for obj in command.objects:
         if obj["kind"] == "StatefulSet" and obj["metadata"]["name"] == statefulset:
-            if not _apply_statefulset(context.api, dict(obj), command.precondition):
+            if not apply_statefulset(context.api, dict(obj), command.precondition):
                 return False
         else:
             kube.apply(context.api, dict(obj))
     return True
 
 
-def _apply_statefulset(
+def apply_statefulset(
     api: client.ApiClient, statefulset: dict[str, Any], precondition: str | None
 ) -> bool:
+    """Apply the brokers' StatefulSet if the live one's resourceVersion is still
+    ``precondition`` (None: it did not exist); whether it was applied. False when it
+    changed or went meanwhile, while it is being deleted, and when its claim templates
+    differ from the live one's, which is then deleted orphaning its pods (a later call
+    makes it anew)."""
     meta = statefulset["metadata"]
     live = kube.found(
         client.AppsV1Api(api).read_namespaced_stateful_set, meta["name"], meta["namespace"]
@@ -166,6 +194,22 @@ def _apply_statefulset(
     return True
 
 
+def _apply_objects(command: ApplyObjects, context: Context) -> None:
+    for obj in command.objects:
+        kube.apply(context.api, dict(obj))
+
+
+def _delete_objects(command: DeleteObjects, context: Context) -> None:
+    for name in command.names:
+        kube.delete(context.api, command.api_version, command.kind, name, command.namespace)
+
+
+def _free_volume(command: FreeVolume, context: Context) -> None:
+    client.CoreV1Api(context.api).patch_persistent_volume(
+        command.volume, {"spec": {"claimRef": None}}
+    )
+
+
 def _restart(command: RestartBroker, context: Context) -> None:
     pod = names.broker_pod(context.cluster, command.broker)
     logger.info(
@@ -181,11 +225,6 @@ def _elect(command: ElectPreferredLeaders, context: Context) -> list[tuple[str, 
 
 def _set_draining(command: SetDrainingDirs, context: Context) -> None:
     context.admin().set_draining_dirs(command.broker, command.dirs)
-
-
-def _delete_claims(command: DeleteClaims, context: Context) -> None:
-    for claim in command.claims:
-        kube.delete(context.api, "v1", "PersistentVolumeClaim", claim, context.namespace)
 
 
 def _start(command: StartReassignment, context: Context) -> bool:
@@ -225,10 +264,12 @@ def _finish(command: FinishReassignment, context: Context) -> list[tuple[str, in
 
 HANDLERS: dict[type[Command], Callable[[Any, Context], Any]] = {
     ApplyChildren: _apply_children,
+    ApplyObjects: _apply_objects,
+    DeleteObjects: _delete_objects,
+    FreeVolume: _free_volume,
     RestartBroker: _restart,
     ElectPreferredLeaders: _elect,
     SetDrainingDirs: _set_draining,
-    DeleteClaims: _delete_claims,
     StartReassignment: _start,
     FinishReassignment: _finish,
 }

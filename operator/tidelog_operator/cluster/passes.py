@@ -34,6 +34,7 @@ from tidelog_operator.cluster.balance import REBALANCE_ANNOTATION, requested, un
 from tidelog_operator.cluster.children import desired_children
 from tidelog_operator.cluster.commands import (
     ApplyChildren,
+    ApplyObjects,
     Command,
     Context,
     ElectPreferredLeaders,
@@ -41,6 +42,7 @@ from tidelog_operator.cluster.commands import (
     carry_out,
 )
 from tidelog_operator.cluster.disks import VolumeAction
+from tidelog_operator.cluster.local_step import LocalStep, local_step
 from tidelog_operator.cluster.roll_step import roll_step
 from tidelog_operator.cluster.rolling import RollAction
 from tidelog_operator.cluster.scale_step import MOVE, ScaleStep, scale_step
@@ -48,11 +50,6 @@ from tidelog_operator.cluster.scaling import ScaleAction, ScaleDecision, brokers
 from tidelog_operator.cluster.snapshot import GENERATION_ANNOTATION, ClusterSnapshot, observe
 from tidelog_operator.cluster.status import Election, PassOutcome, cluster_status, progress
 from tidelog_operator.cluster.volume_step import needs_draining_dirs, volume_step, volumes_to_mount
-from tidelog_operator.cluster.volumes import (
-    recycle_released_volumes,
-    replace_lost_volumes,
-    sync_local_volumes,
-)
 from tidelog_operator.cluster_client import ADMIN_TIMEOUT_S
 from tidelog_operator.conditions import Reason
 from tidelog_operator.names import GROUP, VERSION
@@ -143,7 +140,6 @@ def _pass(
             admins.append(make_admin(spec))
         return admins[0]
 
-    _local_volumes(api, spec, cluster)
     snapshot = observe(
         api, spec, admin, draining=lambda templates: needs_draining_dirs(spec, templates, status)
     )
@@ -166,9 +162,13 @@ def _pass(
     brokers = scale.shrink_to or brokers_to_run(spec.brokers.replicas, snapshot.running)
     mount = volumes_to_mount(spec, volumes.decision.mount, snapshot.known_volumes)
     apply = _apply_children(spec, cluster, snapshot, brokers, mount, generation)
+    local = local_step(snapshot.local, spec)
+    binding = node_reader_binding(spec, NODE_READER_ROLE)
+    cluster_scoped = (ApplyObjects((binding,)),) if binding is not None else ()
     context = Context(api, spec.namespace, spec.name, admin)
     election = None
-    for command in (apply, *roll.commands, *volumes.commands, *scale.commands):
+    steps = (*cluster_scoped, *local.commands, apply, *roll.commands, *volumes.commands)
+    for command in (*steps, *scale.commands):
         outcome = carry_out(command, context)
         if isinstance(command, ElectPreferredLeaders | FinishReassignment):
             trigger = command.trigger if isinstance(command, ElectPreferredLeaders) else "Move"
@@ -177,7 +177,7 @@ def _pass(
     if scale.handled or unknown is not None:
         kube.remove_annotation(api, "clusters", spec.namespace, spec.name, REBALANCE_ANNOTATION)
     outcome = PassOutcome(children.config, roll, volumes, scale, election)
-    events = _events(outcome, status, unknown, generation)
+    events = _local_events(local) + _events(outcome, status, unknown, generation)
     before = _progressing(status)
     kube.patch_status(
         api,
@@ -202,20 +202,6 @@ def _pass(
     return moving.holds or draining
 
 
-def _local_volumes(api: client.ApiClient, spec: ClusterSpec, cluster: dict[str, Any]) -> None:
-    """The Cluster's cluster-scoped objects, each its own writer: its local volumes made,
-    recycled and let go with their node, and its brokers' node-reading binding."""
-    binding = node_reader_binding(spec, NODE_READER_ROLE)
-    if binding is not None:
-        kube.apply(api, binding)
-    sync_local_volumes(api, spec)
-    for volume in recycle_released_volumes(api, spec, spec.brokers.image):
-        _tell(cluster, _Event(False, "VolumeRecycled", f"{volume} wiped and available again"))
-    lost = replace_lost_volumes(api, spec)
-    if lost:
-        _tell(cluster, _Event(True, Reason.VOLUMES_LOST, lost.message()))
-
-
 def _apply_children(
     spec: ClusterSpec,
     cluster: dict[str, Any],
@@ -236,6 +222,16 @@ def _apply_children(
     live = snapshot.statefulset
     precondition = None if live is None or live.going else live.resource_version
     return ApplyChildren(tuple(objects), precondition)
+
+
+def _local_events(local: LocalStep) -> list[_Event]:
+    events = [
+        _Event(False, "VolumeRecycled", f"{volume} wiped and available again")
+        for volume in local.recycled
+    ]
+    if local.lost:
+        events.append(_Event(True, Reason.VOLUMES_LOST, local.lost.message()))
+    return events
 
 
 def _events(

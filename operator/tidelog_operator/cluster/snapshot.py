@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kubernetes import client
 
@@ -26,7 +26,8 @@ from tidelog.admin.planner import ClusterState
 from tidelog.admin.topics import ConfigResourceType
 from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import kube, names
-from tidelog_operator.spec import ClusterSpec, Volume
+from tidelog_operator.cluster.local_step import LocalStorage
+from tidelog_operator.spec import ClusterSpec, Volume, local_volume_labels
 
 __all__ = [
     "GENERATION_ANNOTATION",
@@ -37,6 +38,7 @@ __all__ = [
     "LogDir",
     "Partition",
     "StatefulSetView",
+    "ask_brokers",
     "observe",
     "volume_of",
 ]
@@ -166,6 +168,7 @@ class ClusterSnapshot:
     pod_volumes: Mapping[int, Volume] = field(default_factory=dict)
     brokers: BrokersView | None = None
     unreachable: str | None = None  # why ``brokers`` is None, when they were asked
+    local: LocalStorage | None = None  # with ``spec.storage.local`` only
 
     @property
     def running(self) -> int | None:
@@ -212,23 +215,51 @@ def observe(
         if volume not in templates
         and (found := _claimed_volume(core, claim, spec.namespace)) is not None
     }
-    snapshot = ClusterSnapshot(statefulset, pods, zookeeper_ready, pod_volumes)
+    local = _local_storage(api, core, spec) if spec.local is not None else None
+    snapshot = ClusterSnapshot(statefulset, pods, zookeeper_ready, pod_volumes, local=local)
     if not any(p.ready for p in pods):
         return snapshot
     try:
         templates = None if statefulset is None or statefulset.going else statefulset.templates
-        brokers = _ask_brokers(admin(), draining=draining(templates))
+        brokers = ask_brokers(admin(), draining=draining(templates))
     except (OSError, AdminError, ProtocolError) as error:
         logger.info("cluster %s/%s: brokers do not answer: %s", spec.namespace, spec.name, error)
-        return ClusterSnapshot(
-            statefulset, pods, zookeeper_ready, pod_volumes, unreachable=str(error)
-        )
-    return ClusterSnapshot(statefulset, pods, zookeeper_ready, pod_volumes, brokers)
+        return replace(snapshot, unreachable=str(error))
+    return replace(snapshot, brokers=brokers)
+
+
+def _local_storage(
+    api: client.ApiClient, core: client.CoreV1Api, spec: ClusterSpec
+) -> LocalStorage:
+    """The nodes, the Cluster's local volumes, the namespace's claims, the broker pods
+    and the wipe pods; what is being deleted counts as gone (so each loss is acted on,
+    and told, once). Pods are listed before claims: a claim listed after its pod is
+    never missing by a race."""
+    labels = local_volume_labels(spec.name, spec.namespace, 0)
+    labels.pop("tidelog.dev/disk")
+    broker_pods = _staying(_pods(core, spec, names.broker_labels(spec.name)))
+    claims = _staying(core.list_namespaced_persistent_volume_claim(spec.namespace).items)
+    volumes = _staying(core.list_persistent_volume(label_selector=_selector(labels)).items)
+    wipes = _pods(core, spec, {"app.kubernetes.io/component": "volume-wipe"})
+    return LocalStorage(
+        nodes={n.metadata.name: dict(n.metadata.labels or {}) for n in core.list_node().items},
+        volumes=tuple(api.sanitize_for_serialization(v) for v in volumes),
+        claims=frozenset(c.metadata.name for c in claims),
+        broker_pods=tuple(api.sanitize_for_serialization(p) for p in broker_pods),
+        wipe_pods={p.metadata.name: p.status.phase for p in wipes},
+    )
+
+
+def _staying(objects: list) -> list:
+    return [o for o in objects if o.metadata.deletion_timestamp is None]
+
+
+def _selector(labels: Mapping[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
 def _pods(core: client.CoreV1Api, spec: ClusterSpec, labels: Mapping[str, str]) -> list:
-    selector = ",".join(f"{k}={v}" for k, v in labels.items())
-    return core.list_namespaced_pod(spec.namespace, label_selector=selector).items
+    return core.list_namespaced_pod(spec.namespace, label_selector=_selector(labels)).items
 
 
 def _pod_ready(pod: client.V1Pod) -> bool:
@@ -301,7 +332,9 @@ def _claimed_volume(core: client.CoreV1Api, claim: str, namespace: str) -> Volum
     return None if found is None else _as_volume(found.metadata.name, found.spec)
 
 
-def _ask_brokers(admin: AdminClient, *, draining: bool) -> BrokersView:
+def ask_brokers(admin: AdminClient, *, draining: bool) -> BrokersView:
+    """What the brokers say through ``admin``, with each live broker's draining dirs
+    when ``draining``; raises what the client raises when they do not answer."""
     metadata = admin.metadata(None)
     racks = {b.node_id: b.rack for b in sorted(metadata.brokers, key=lambda b: b.node_id)}
     topics = [t.name for t in metadata.topics]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tidelog_operator import names
-from tidelog_operator.cluster.commands import Command, DeleteClaims, SetDrainingDirs
+from tidelog_operator.cluster.commands import Command, DeleteObjects, SetDrainingDirs
 from tidelog_operator.cluster.disks import (
     VolumeAction,
     VolumeDecision,
@@ -118,7 +118,7 @@ def volume_step(
             for volume in decision.volumes
             for broker in range(running)
         )
-        commands.append(DeleteClaims(claims))
+        commands.append(DeleteObjects("v1", "PersistentVolumeClaim", claims, spec.namespace))
     return replace(step, commands=tuple(commands))
 
 
