@@ -29,7 +29,9 @@ Topic:
   ``CreateFailed``, ``NotOwned`` (a topic of that name exists that is not ours),
   ``PartitionsDecreaseRefused`` (partitions never shrink), ``ReplicationFactorRefused``;
   True with ``Synced``.
-* ``Progressing``: a replication-factor change moving replicas (``Reassigning``).
+* ``Progressing``: True with ``Reassigning`` while a replication-factor change moves
+  replicas (how many partitions move), False with ``Idle``. A factor the live brokers
+  cannot hold is refused (Ready False, ``ReplicationFactorRefused``): nothing moves.
 
 ConsumerGroup:
 

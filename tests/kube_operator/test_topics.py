@@ -2,7 +2,7 @@
 the test control plane: the Cluster named by clusterRef reports the brokers' bootstrap
 address in its status (here, three brokers on loopback). A Topic creates its topic;
 partitions grow and never shrink; drift made with Kafka's kafka-configs.sh is reverted; the
-replication factor changes through a reassignment; a topic that is not ours is refused;
+replication factor changes through a reassignment (one the brokers cannot hold is refused); a topic that is not ours is refused;
 deleting the Topic deletes the topic."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from kafka_reference.tools import run_kafka_tool
 from kube_operator.conftest import GROUP, VERSION
 from tidelog.admin import AdminClient
 from tidelog.admin.topics import ConfigResourceType, NewTopic
+from tidelog_operator.topic.handlers import progressing
 from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(300)
@@ -26,10 +27,12 @@ def topic_object(kube_api, namespace: str, name: str) -> dict:
     )
 
 
+def condition(obj: dict, type_: str) -> dict:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == type_), {})
+
+
 def ready(obj: dict) -> dict:
-    return next(
-        (c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"), {}
-    )
+    return condition(obj, "Ready")
 
 
 def apply_topic(kube_api, namespace: str, name: str, spec: dict) -> None:
@@ -118,7 +121,18 @@ def test_a_topic_follows_its_spec_and_reverts_drift(
         assert "has 5 partitions and partitions cannot be removed" in ready(refused)["message"]
         assert len(admin.describe_topics(["orders"])["orders"].partitions) == 5
 
-        # replication factor 2 → 3 through a reassignment
+        # a replication factor above the brokers': refused, nothing moves
+        apply_topic(kube_api, ns, "orders", {**spec, "partitions": 5, "replicationFactor": 4})
+        refused = wait_until(
+            lambda: (t := topic_object(kube_api, ns, "orders"))
+            and ready(t).get("reason") == "ReplicationFactorRefused"
+            and t,
+            "the factor 4 refused",
+        )
+        assert "replication factor 4" in ready(refused)["message"]
+        assert not admin.list_reassignments()
+
+        # replication factor 2 → 3 through a reassignment, then nothing progressing
         apply_topic(kube_api, ns, "orders", {**spec, "partitions": 5, "replicationFactor": 3})
         wait_until(
             lambda: all(
@@ -127,6 +141,12 @@ def test_a_topic_follows_its_spec_and_reverts_drift(
             and not admin.list_reassignments(),
             "every partition on 3 brokers",
             timeout=60,
+        )
+        wait_until(
+            lambda: (t := topic_object(kube_api, ns, "orders"))
+            and ready(t).get("reason") == "Synced"
+            and condition(t, "Progressing").get("reason") == "Idle",
+            "the Topic synced, nothing moving",
         )
 
         # a topic that is not ours
@@ -154,3 +174,9 @@ def test_a_topic_follows_its_spec_and_reverts_drift(
             "the Topics gone",
         )
         assert "foreign" in admin.list_topics()
+
+
+def test_a_topics_progressing_says_how_many_partitions_move():
+    moving = {"reassignment": {"partitionsMoving": 2, "partitionsTotal": 5}}
+    assert progressing(moving) == (True, "Reassigning", "2 of 5 partitions moving")
+    assert progressing({"reassignment": None}) == (False, "Idle", "no partition moving")

@@ -14,7 +14,7 @@ from typing import Any
 import kopf
 
 from tidelog.admin import AdminClient, AdminError
-from tidelog.admin.planner import plan_replication_factor
+from tidelog.admin.planner import PlanError, plan_replication_factor
 from tidelog.admin.topics import (
     AlterConfigOp,
     ConfigResourceType,
@@ -55,11 +55,26 @@ def _set(status: dict, type_: str, holds: bool, reason: str, message: str, gener
     return {**status, "conditions": found, "observedGeneration": generation}
 
 
+def progressing(health: dict[str, Any]) -> tuple[bool, str, str]:
+    """The Topic's Progressing condition from its health: True with ``Reassigning``
+    while its partitions move (a replication-factor change), else False with ``Idle``."""
+    moving = health.get("reassignment")
+    if moving:
+        return (
+            True,
+            Reason.REASSIGNING,
+            f"{moving['partitionsMoving']} of {moving['partitionsTotal']} partitions moving",
+        )
+    return False, Reason.IDLE, "no partition moving"
+
+
 def _report(
     namespace: str, name: str, generation, holds: bool, reason: str, message: str, **fields
 ) -> None:
     def change(status: dict) -> dict:
         merged = {k: v for k, v in {**status, **fields}.items() if v is not None}
+        if "reassignment" in fields:  # the health was read
+            merged = _set(merged, conditions.PROGRESSING, *progressing(fields), generation)
         return _set(merged, conditions.READY, holds, reason, message, generation)
 
     kube.patch_status(kube.api(), "topics", namespace, name, change)
@@ -184,6 +199,10 @@ def sync_topic(name: str, namespace: str, spec: Any, status: Any, meta: Any, **_
         if plan.refused is None or plan.refused[0] != Reason.NOT_OWNED:
             _carry_out(admin, desired, plan)
             health = _health(admin, desired.name)
+    except PlanError as error:  # the brokers cannot hold the factor: no retry until a change
+        message = f"{desired.name}: replication factor {desired.replication_factor}: {error}"
+        _report(namespace, name, generation, False, Reason.REPLICATION_FACTOR_REFUSED, message)
+        return
     except AdminError as error:
         if error.code == ErrorCode.TOPIC_ALREADY_EXISTS and not desired.claimed:
             # Another tool was quicker. A claim that was there before this attempt stays:
