@@ -2,8 +2,8 @@
 the test control plane: the Cluster named by clusterRef reports the brokers' bootstrap
 address in its status (here, three brokers on loopback). A Topic creates its topic;
 partitions grow and never shrink; drift made with Kafka's kafka-configs.sh is reverted; the
-replication factor changes through a reassignment (one the brokers cannot hold is refused); a topic that is not ours is refused;
-deleting the Topic deletes the topic."""
+replication factor changes through a reassignment (one the brokers cannot hold is
+refused); a topic that is not ours is refused; deleting the Topic deletes the topic."""
 
 from __future__ import annotations
 
