@@ -20,7 +20,8 @@ from tidelog.admin.groups import (
 )
 from tidelog.admin.log_offsets import ListedOffset
 from tidelog.cli import consumer_groups as cg
-from tidelog.cli.consumer_groups import UsageError, parse_args, parse_topic_args
+from tidelog.cli.common import UsageError
+from tidelog.cli.consumer_group_options import parse_args, parse_topic_args
 from tidelog.cli.group_tables import (
     OffsetRow,
     format_assignment,
