@@ -5,13 +5,13 @@ Topic's timer fires while its creation handler still runs."""
 from __future__ import annotations
 
 import threading
-import time
 
 import kopf
 import pytest
 from kubernetes import client
 
 from kube_operator.conftest import GROUP, VERSION
+from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -43,11 +43,30 @@ def make_topic(kube_api, namespace: str, name: str) -> None:
     )
 
 
+class CountedLock:
+    """A real lock that counts the threads that came to take it: the event that proves an
+    invocation reached its turn (and blocks there while another holds it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.arrivals = 0
+
+    def __enter__(self) -> bool:
+        self.arrivals += 1
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc_info) -> None:
+        self._lock.__exit__(*exc_info)
+
+
 def test_a_second_invocation_waits_its_turn_and_sees_what_the_first_wrote(
-    kube, kube_api, kube_namespace
+    kube, kube_api, kube_namespace, monkeypatch
 ):
+    from tidelog_operator import per_object
     from tidelog_operator.per_object import one_at_a_time
 
+    turn = CountedLock()
+    monkeypatch.setitem(per_object._turns, ("topics", kube_namespace, "orders"), turn)
     make_topic(kube_api, kube_namespace, "orders")
     make_topic(kube_api, kube_namespace, "other")
     seen: list[tuple[str, dict]] = []
@@ -77,7 +96,7 @@ def test_a_second_invocation_waits_its_turn_and_sees_what_the_first_wrote(
     other = invoke("other")
     other.join(TURN_S)
     assert not other.is_alive()  # another object does not wait
-    time.sleep(0.5)
+    wait_until(lambda: turn.arrivals == 2, "the second invocation of orders at its turn")
     assert [name for name, _ in seen] == ["orders", "other"]  # "orders" waits its turn
     release_first.set()
     first.join(TURN_S)
