@@ -6,29 +6,11 @@ added empty disk takes every new partition until the counts even out. A director
 AlterReplicaLogDirs named for a partition not hosted yet (its preferred directory) wins
 over that rule once, when the partition's log is created, as in Kafka.
 
-Moves between directories (Kafka's future logs): a partition may have, besides its
-current log ``<topic>-<partition>``, one future log ``<topic>-<partition>.<id>-future`` in
-another directory, which the log-dir mover (``replication/log_dir_mover.py``) fills from
-the current one; cleaning of the partition is paused meanwhile. The swap
-(:meth:`LogManager.replace_current_with_future`) commits by renaming the current
-directory to ``<topic>-<partition>.<id>-delete``; the future directory then loses its
-suffix, and the old one is deleted after ``file.delete.delay.ms``. A truncation of the
-current log truncates the future log too. At start-up, a ``-delete`` directory is
-deleted; a ``-future`` directory is the future log of its partition when the current
-log is there too (the move resumes when the partition is hosted again, as in Kafka; a
-partition deleted meanwhile takes its future log with it), and otherwise becomes the
-current log: the swap had committed (Kafka would refuse to start on the two current
-directories its own order can leave), or the current log's directory is gone and the
-future log is the only copy left. The current log is never deleted before the future one
-has replaced it.
-
-Flushing (Kafka's "kafka-log-flusher"): every ``flush_scheduler_interval_ms``
-(``log.flush.scheduler.interval.ms``; Kafka's default Long.MAX_VALUE leaves it off) the
-scheduler's thread flushes each log, future logs included, whose last flush is at least
-its ``flush.ms`` old (:meth:`LogManager.flush_dirty_logs`). The first run comes one
-interval after :meth:`LogManager.startup`; a non-positive interval runs it once then, as
-Kafka's scheduler does with a period that is not positive. ``flush.messages`` is the
-log's own (see ``storage/log.py``).
+Moves between directories (Kafka's future logs; ``future_logs.py``, :class:`FutureLogs`)
+and the periodic work (retention, the flusher, checkpoints; ``log_manager_tasks.py``,
+:class:`LogManagerTasks`) are written in modules of their own, mixed into
+:class:`LogManager`; this one holds the tables of logs, the directories (start-up,
+placement, failure) and the logs' creation and deletion.
 
 Each directory holds ``meta.properties``, the offset checkpoints and, after a clean
 shutdown, the ``.kafka_cleanshutdown`` marker; a directory without the marker has its
@@ -59,15 +41,16 @@ from tidelog.storage.checkpoints import (
     fsync_file_and_directory,
     read_offset_checkpoint,
     read_properties,
-    write_offset_checkpoint,
     write_properties,
 )
 from tidelog.storage.cleaner import CleanerConfig, LogCleaner
 from tidelog.storage.config import LogConfig
 from tidelog.storage.errors import KafkaStorageError, LogDirNotFoundError, StorageError
+from tidelog.storage.future_logs import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, FutureLogs
 from tidelog.storage.leader_epoch import LeaderEpochCheckpointError
 from tidelog.storage.log import Log, parse_topic_partition
-from tidelog.storage.log_table import LogTable
+from tidelog.storage.log_manager_tasks import LogManagerTasks
+from tidelog.storage.log_table import LogTable, TopicPartition
 from tidelog.storage.partition_metadata import (
     PARTITION_METADATA,
     read_topic_id,
@@ -87,18 +70,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
-FUTURE_DIR_SUFFIX = "-future"
-DELETE_DIR_SUFFIX = "-delete"
 
-TopicPartition = tuple[str, int]
 T = TypeVar("T")
 
 _LONG_MAX = 2**63 - 1
-
-
-def _suffixed_dir_name(topic_partition: TopicPartition, suffix: str) -> str:
-    """Kafka's ``<topic>-<partition>.<uuid without dashes><suffix>``."""
-    return f"{topic_partition[0]}-{topic_partition[1]}.{uuid.uuid4().hex}{suffix}"
 
 
 def _flush_new_file(path: Path) -> None:
@@ -116,7 +91,7 @@ class InconsistentClusterIdError(StorageError):
     """A log directory's meta.properties names another cluster."""
 
 
-class LogManager:
+class LogManager(FutureLogs, LogManagerTasks):
     def __init__(
         self,
         log_dirs: Iterable[Path | str],
@@ -237,27 +212,6 @@ class LogManager:
             )
         # The marker only vouches for the shutdown that wrote it.
         marker.unlink(missing_ok=True)
-
-    def _settle_moves(self, futures: dict[TopicPartition, Log], doomed: list[Path]) -> None:
-        for topic_partition, future in futures.items():
-            if future.directory.parent in self.offline_dirs:
-                continue
-            if topic_partition in self._logs:
-                self._future_logs[topic_partition] = future
-                self.cleaner.abort_and_pause_cleaning(topic_partition)
-                logger.info("resuming the move of %s-%d to %s", *topic_partition, future.directory)
-                continue
-            current = future.directory.with_name("{}-{}".format(*topic_partition))
-            logger.warning("%s has no current log: it becomes the current log", future.directory)
-            future.rename_dir(current)
-            self._logs[topic_partition] = future
-        for directory in doomed:
-            if parse_topic_partition(directory) not in self._logs:
-                # Only its partition's failed directory may hold the replica that replaced it.
-                logger.warning("keeping %s: its partition has no current log", directory)
-                continue
-            logger.info("deleting %s, a replica replaced before a restart", directory)
-            shutil.rmtree(directory, ignore_errors=True)
 
     def high_watermark_checkpoints(self) -> dict[TopicPartition, int]:
         """Each hosted partition's high watermark as last checkpointed (a partition
@@ -500,204 +454,6 @@ class LogManager:
         finally:
             self.cleaner.resume_cleaning([(topic, partition)])
 
-    # -- moves between directories (future logs) ------------------------------------------------
-
-    def maybe_update_preferred_dir(self, topic: str, partition: int, directory: Path) -> None:
-        """Remember ``directory`` for the partition's log, unless its current or future
-        log is there already (Kafka's maybeUpdatePreferredLogDir)."""
-        with self._lock:
-            here = [self._logs.get((topic, partition)), self._future_logs.get((topic, partition))]
-            if not any(log is not None and log.directory.parent == directory for log in here):
-                self._preferred_dirs[(topic, partition)] = directory
-
-    def future_log(self, topic: str, partition: int) -> Log | None:
-        return self._future_logs.get((topic, partition))
-
-    @property
-    def future_logs(self) -> dict[TopicPartition, Log]:
-        return dict(self._future_logs)
-
-    def create_future_log(
-        self, topic: str, partition: int, directory: Path, *, topic_id: uuid.UUID | None = None
-    ) -> Log:
-        """The partition's future log in ``directory`` (created empty when there is none),
-        with the partition's cleaning paused until the swap or the move's end."""
-        key = (topic, partition)
-        with self._lock:
-            current = self._logs.get(key)
-            if current is None:
-                raise KafkaStorageError(f"{topic}-{partition} has no log to move")
-            parent = self.online_dir(directory)
-            if parent == current.directory.parent:
-                raise StorageError(f"{topic}-{partition} is in {parent} already")
-            existing = self._future_logs.get(key)
-            if existing is not None:
-                if existing.directory.parent != parent:
-                    raise StorageError(f"{topic}-{partition} is moving to {existing.directory}")
-                return existing
-            try:
-                future = Log.open(
-                    parent / _suffixed_dir_name(key, FUTURE_DIR_SUFFIX),
-                    self.config_for(topic),
-                    clock=self._clock,
-                    scheduler=self.scheduler,
-                    on_io_error=self._log_io_error,
-                )
-                if topic_id is not None:
-                    write_topic_id(future.directory, topic_id)
-            except (OSError, LeaderEpochCheckpointError) as error:
-                self._mark_offline(parent, f"creating the future log of {key} failed: {error}")
-                raise KafkaStorageError(str(error)) from error
-            self._future_logs[key] = future
-            self._preferred_dirs.pop(key, None)
-        self.cleaner.abort_and_pause_cleaning(key)
-        logger.info("moving %s-%d from %s to %s", topic, partition, current.directory, parent)
-        return future
-
-    def delete_future_log(self, topic: str, partition: int) -> None:
-        """End a move without swapping: the future log goes, the current one stays."""
-        with self._lock:
-            future = self._future_logs.pop((topic, partition), None)
-            if future is None:
-                return
-            self.cleaner.resume_cleaning([(topic, partition)])
-            logger.info("%s-%d: dropping its future log %s", topic, partition, future.directory)
-            with contextlib.suppress(OSError):  # a failed directory is reported already
-                future.delete()
-
-    def replace_current_with_future(self, topic: str, partition: int) -> Log:
-        """Swap the future log in for the current one, which it must have caught up with;
-        returns the new current log. The caller holds the partition still (on the event
-        loop: no append in between). Crash-safe: see the module's docstring."""
-        key = (topic, partition)
-        with self._lock:
-            source, future = self._logs[key], self._future_logs[key]
-            if future.log_end_offset != source.log_end_offset:
-                raise StorageError(f"the future log of {key} has not caught up: {future}")
-            # The current log's epochs, also those without records yet (a new leader's
-            # epoch starts at its log end before it writes), which copying cannot bring.
-            if future.leader_epochs.entries != source.leader_epochs.entries:
-                self.guarded(future, lambda: _copy_leader_epochs(source, future))
-            self.guarded(future, future.flush)
-            # The commit point: from here on, the future log is the replica.
-            self.guarded(
-                source,
-                lambda: source.rename_dir(
-                    source.directory.with_name(_suffixed_dir_name(key, DELETE_DIR_SUFFIX))
-                ),
-            )
-            self.guarded(
-                future,
-                lambda: future.rename_dir(future.directory.with_name(f"{topic}-{partition}")),
-            )
-            del self._future_logs[key]
-            self._logs[key] = future
-            old_dir, new_dir = source.directory.parent, future.directory.parent
-            self.cleaner.alter_checkpoint_dir(key, old_dir, new_dir)
-            self.cleaner.resume_cleaning([key])
-        logger.info("%s-%d now lives in %s", topic, partition, new_dir)
-        with contextlib.suppress(OSError):
-            self._write_checkpoints(old_dir, self._logs_in(old_dir))
-        # Readers may still be sending from the old files.
-        self.scheduler.schedule(
-            future.config.file_delete_delay_ms / 1000,
-            lambda: self._delete_replaced(source),
-        )
-        return future
-
-    @staticmethod
-    def _delete_replaced(log: Log) -> None:
-        with contextlib.suppress(OSError):
-            log.close()
-        shutil.rmtree(log.directory, ignore_errors=True)
-
-    # -- periodic work ------------------------------------------------------------------------
-
-    def cleanup_logs(self) -> int:
-        """Retention for the logs that are not compacted (the cleaner threads apply it to
-        compacted ones after cleaning them); returns the number of segments deleted."""
-        deleted = 0
-        paused = self.cleaner.manager.pause_cleaning_for_non_compacted_partitions()
-        try:
-            for _, log in paused:
-                try:
-                    deleted += self.guarded(log, log.delete_old_segments)
-                except KafkaStorageError:
-                    continue
-        finally:
-            self.cleaner.resume_cleaning(tp for tp, _ in paused)
-        return deleted
-
-    def flush_dirty_logs(self) -> None:
-        """Flush every log, future logs included, whose recovery point last moved
-        ``flush.ms`` or longer ago (by the injected clock). A log whose directory fails
-        meanwhile is skipped; its directory goes offline."""
-        now_ms = int(self._clock() * 1000)
-        for log in [*list(self._logs.values()), *list(self._future_logs.values())]:
-            if now_ms - log.last_flushed_ms < log.config.flush_ms:
-                continue
-            try:
-                self.guarded(log, log.flush)
-            except KafkaStorageError:
-                continue
-
-    def _schedule_flusher(self) -> None:
-        """Run :meth:`flush_dirty_logs` every ``flush_scheduler_interval_ms`` on the
-        scheduler's thread; never when the interval is longer than a thread can wait
-        (Kafka's default, Long.MAX_VALUE, means off)."""
-        interval_s = self._flush_scheduler_interval_ms / 1000
-        if interval_s >= threading.TIMEOUT_MAX:
-            return
-        self.scheduler.schedule(max(interval_s, 0.0), self._run_flusher)
-
-    def _run_flusher(self) -> None:
-        if self._shutting_down:
-            return
-        try:
-            self.flush_dirty_logs()
-        finally:
-            if self._flush_scheduler_interval_ms > 0 and not self._shutting_down:
-                self._schedule_flusher()
-
-    def checkpoint(self, high_watermarks: Mapping[TopicPartition, int] | None = None) -> None:
-        """Write the recovery-point and log-start checkpoints (and the replication one,
-        when high watermarks are given) of every online directory."""
-        for directory in self.online_dirs:
-            try:
-                self._write_checkpoints(directory, self._logs_in(directory), high_watermarks)
-            except OSError as error:
-                self._mark_offline(directory, f"checkpoint failed: {error}")
-
-    def _write_checkpoints(
-        self,
-        directory: Path,
-        logs: Mapping[TopicPartition, Log],
-        high_watermarks: Mapping[TopicPartition, int] | None = None,
-        *,
-        futures: Mapping[TopicPartition, Log] | None = None,
-    ) -> None:
-        """The directory's checkpoints; recovery points and start offsets cover its
-        future logs too (a partition has one log per directory at most)."""
-        if futures is None:
-            futures = self._logs_in(directory, futures=True)
-        with self._checkpoint_lock:
-            self._write_checkpoints_locked(directory, {**futures, **logs}, logs, high_watermarks)
-
-    def _write_checkpoints_locked(self, directory, every_log, logs, high_watermarks) -> None:
-        write_offset_checkpoint(
-            directory / RECOVERY_POINT_CHECKPOINT,
-            {tp: log.recovery_point for tp, log in every_log.items()},
-        )
-        write_offset_checkpoint(
-            directory / LOG_START_OFFSET_CHECKPOINT,
-            {tp: log.log_start_offset for tp, log in every_log.items() if log.log_start_offset > 0},
-        )
-        if high_watermarks is not None:
-            write_offset_checkpoint(
-                directory / REPLICATION_OFFSET_CHECKPOINT,
-                {tp: hw for tp, hw in high_watermarks.items() if tp in logs},
-            )
-
     def _log_io_error(self, log: Log, error: OSError) -> None:
         self._mark_offline(log.directory.parent, f"I/O error on {log.directory.name}: {error}")
 
@@ -710,12 +466,6 @@ class LogManager:
             reason = f"I/O error on {log.directory.name}: {error}"
             self._mark_offline(log.directory.parent, reason)
             raise KafkaStorageError(reason) from error
-
-
-def _copy_leader_epochs(source: Log, destination: Log) -> None:
-    destination.leader_epochs.clear()
-    for epoch, start in source.leader_epochs.entries:
-        destination.assign_epoch_start_offset(epoch, start)
 
 
 def _read_checkpoint_or_empty(path: Path) -> dict[TopicPartition, int]:
