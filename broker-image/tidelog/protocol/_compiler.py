@@ -9,8 +9,8 @@ which field holds what. Consecutive fixed-size fields (ints, floats, booleans) a
 and written as one run with a single ``struct.Struct``. Fields the version lacks are not
 read and take their defaults; writing a non-default value into one of them is an error
 unless the field is ``ignorable`` (Kafka's rule). Tagged fields are read from, and
-written to, each struct's tagged-fields section, only when not default; unknown tags are
-kept raw and written back in tag order.
+written to, each struct's tagged-fields section (:mod:`._tagged_fields`), only when not
+default; unknown tags are kept raw and written back in tag order.
 
 A struct may also be written ahead (:func:`encode_ahead`): the :class:`Encoded` bytes
 then stand for it wherever the same version's writer meets them, for a large part of a
@@ -28,6 +28,7 @@ from typing import Any
 from . import primitives as p
 from ._schema import FIXED_FORMATS, FieldSpec, MessageSpec, StructSpec
 from ._structs import Struct, field_default, message_classes
+from ._tagged_fields import NO_TAGS, tags_reader, tags_writer
 from .errors import LocalProtocolError
 
 __all__ = ["Codec", "Encoded", "compile_message", "encode_ahead"]
@@ -35,7 +36,6 @@ __all__ = ["Codec", "Encoded", "compile_message", "encode_ahead"]
 
 _new = object.__new__
 _first = itemgetter(0)
-_NO_TAGS = p.encode_unsigned_varint(0)
 
 # (type, compact, nullable) -> (reader, writer) for strings, bytes, records and uuids.
 _SCALARS: dict[tuple[str, bool, bool], tuple[p.Reader, p.Writer]] = {
@@ -160,12 +160,12 @@ def _struct_codec(ctx: _Context, spec: StructSpec, path: str) -> tuple[Any, Any]
     flush_run()
     tagged.sort(key=_first)
 
-    read_tags = _tags_reader(tagged) if flexible else None
+    read_tags = tags_reader(tagged) if flexible else None
     read = _generated_reader(cls, constants, factories, steps, read_tags)
 
     steps_t = tuple(steps)
     strict_absent_t = tuple(strict_absent) if ctx.strict else ()
-    write_tags = _tags_writer(tagged) if flexible else None
+    write_tags = tags_writer(tagged) if flexible else None
 
     def check_absent(obj: Any) -> None:
         for name, is_default, field_path in strict_absent_t:
@@ -213,7 +213,7 @@ def _generated_writer(
         "_check_absent": check_absent,
         "_write_tags": write_tags,
         "_write_checked": write_checked,
-        "_NO_TAGS": _NO_TAGS,
+        "_NO_TAGS": NO_TAGS,
     }
     ahead_error = f"{path}: written ahead for another version"
     body = []
@@ -494,63 +494,3 @@ def _is_default(f: FieldSpec, ctx: _Context) -> Callable[[Any], bool]:
     if default is None:
         return lambda v: v is None
     return lambda v: v == default
-
-
-# --------------------------------------------------------------------------------------
-# Tagged fields
-
-
-def _tags_reader(tagged: list) -> Callable[[Any, int, Any], int]:
-    known = {tag: (name, read_value) for tag, name, read_value, _, _ in tagged}
-    read_uvarint = p.read_unsigned_varint
-
-    def read_tags(buf: Any, pos: int, obj: Any) -> int:
-        n, pos = read_uvarint(buf, pos)
-        if n == 0:
-            obj._unknown_tagged_fields = ()
-            return pos
-        unknown = []
-        for _ in range(n):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise p.DecodeError(f"tagged field {tag} runs past the end of the buffer")
-            entry = known.get(tag)
-            if entry is None:
-                unknown.append((tag, bytes(buf[pos:end])))
-            else:
-                value, stop = entry[1](buf[:end], pos)
-                if stop != end:
-                    raise p.DecodeError(f"tagged field {tag}: {size} bytes announced")
-                setattr(obj, entry[0], value)
-            pos = end
-        obj._unknown_tagged_fields = unknown or ()
-        return pos
-
-    return read_tags
-
-
-def _tags_writer(tagged: list) -> Callable[[list, Any], None]:
-    fields = tuple(
-        (tag, name, write_value, is_default) for tag, name, _, write_value, is_default in tagged
-    )
-
-    def write_tags(out: list, obj: Any) -> None:
-        present = []
-        for tag, name, write_value, is_default in fields:
-            value = getattr(obj, name)
-            if not is_default(value):
-                pieces: list = []
-                write_value(pieces, value)
-                present.append((tag, pieces))
-        unknown = getattr(obj, "_unknown_tagged_fields", ())
-        if unknown:
-            present.extend((tag, [data]) for tag, data in unknown)
-            present.sort(key=_first)
-        if present:
-            p.write_tagged_fields(out, present)
-        else:
-            out.append(_NO_TAGS)
-
-    return write_tags
