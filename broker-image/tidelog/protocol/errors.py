@@ -12,6 +12,10 @@ The exceptions are split by who is at fault, as in h11:
 * :class:`LocalProtocolError`: this side asked the codec for something the protocol
   cannot carry (a null in a non-nullable field, a value out of range, a field the version
   lacks, a version the message does not have).
+
+This is one module over 500 lines on purpose: most of it is the :class:`ErrorCode`
+table, one member a code in Kafka's order, which reads best, and is checked against
+Kafka's, whole.
 """
 
 from __future__ import annotations

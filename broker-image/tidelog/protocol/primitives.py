@@ -23,6 +23,10 @@ Encodings (all integers big-endian):
 
 Decoding failures raise :class:`DecodeError` (or ``struct.error`` for a truncated fixed-size
 value); the public API turns both into :class:`~tidelog.protocol.errors.MalformedMessageError`.
+
+This is one module over 500 lines on purpose: it is the table of encodings above, one
+reader and one writer for each type in each form (plain, nullable, compact), which read
+best side by side and which :mod:`._compiler` composes.
 """
 
 from __future__ import annotations
