@@ -19,8 +19,10 @@ from integration.cluster import Cluster, wait_until
 from tidelog.admin import AdminClient
 from tidelog.admin.moves import BROKER_THROTTLE_RATES, TOPIC_THROTTLED_REPLICAS
 from tidelog.admin.topics import ConfigResourceType
-from tidelog_operator.cluster.observe import scaling_status
-from tidelog_operator.cluster.scaling_moves import scale_once
+from tidelog_operator.cluster.commands import Context, ElectPreferredLeaders, carry_out
+from tidelog_operator.cluster.scale_step import LEADERS, ScaleStep, election_record, scale_step
+from tidelog_operator.cluster.scaling import ScaleAction
+from tidelog_operator.cluster.snapshot import ask_brokers
 from tidelog_operator.spec import parse_cluster
 
 TOPIC = "orders"
@@ -44,18 +46,17 @@ def spec_with(brokers: int, leaders_every: int = 0, drain: bool = False):
 
 
 class Driver:
-    """The operator's passes: one ``scale_once`` each, its status kept between."""
+    """The operator's passes as far as the scaler goes: each asks the brokers, takes the
+    scale step, carries out its commands (none of them touches Kubernetes), shrinks the
+    StatefulSet when the step says so and keeps the status keys the step sets (and the
+    record of an election it ran) for the next pass."""
 
     def __init__(self, cluster: Cluster):
         self.admin = AdminClient(cluster.bootstrap, timeout=10)
         self.status: dict = {}
         self.running = 0
         self.shrunk: list[int] = []
-        self.actions: list[str] = []
-
-    def shrink(self, brokers: int) -> None:
-        self.shrunk.append(brokers)
-        self.running = brokers
+        self.actions: list[ScaleAction] = []
 
     def step(
         self,
@@ -63,23 +64,34 @@ class Driver:
         requested: str | None = None,
         leaders_every: int = 0,
         drain: bool = False,
-    ):
-        step = scale_once(
-            self.admin,
+    ) -> ScaleStep:
+        now = datetime.datetime.now(datetime.UTC)
+        brokers = ask_brokers(self.admin, draining=False)
+        step = scale_step(
+            brokers,
             spec_with(desired, leaders_every, drain),
             self.status,
             running=self.running,
             requested=requested,
-            now=datetime.datetime.now(datetime.UTC),
-            shrink=self.shrink,
+            now=now,
         )
-        self.status = scaling_status(self.status, step, generation=1, now="now")
+        context = Context(api=None, namespace="default", cluster="local", admin=lambda: self.admin)
+        updates = dict(step.status)
+        for command in step.commands:
+            outcome = carry_out(command, context)
+            if isinstance(command, ElectPreferredLeaders):
+                stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+                updates[LEADERS] = election_record(brokers, command.trigger, outcome, stamp)
+        if step.shrink_to is not None:
+            self.shrunk.append(step.shrink_to)
+            self.running = step.shrink_to
+        self.status = {k: v for k, v in {**self.status, **updates}.items() if v is not None}
         self.actions.append(step.decision.action)
         return step
 
-    def until(self, desired: int, action: str, timeout: float = 120, **options) -> None:
+    def until(self, desired: int, action: ScaleAction, timeout: float = 120, **options) -> None:
         deadline = time.monotonic() + timeout
-        while self.step(desired, **options).decision.action != action:
+        while self.step(desired, **options).decision.action is not action:
             assert time.monotonic() < deadline, f"no {action} within {timeout} s: {self.actions}"
             time.sleep(0.3)
 
@@ -129,8 +141,8 @@ def test_scale_up_spreads_scale_down_drains_and_too_far_down_is_refused(tmp_path
         create_rf3_topic_on_0_1_2(cluster)
         driver = Driver(cluster)
         driver.running = 3
-        assert driver.step(3).decision.action == "done"
-        assert driver.status["spreadBrokers"] == 3
+        assert driver.step(3).decision.action is ScaleAction.DONE
+        assert set(replica_counts(driver.admin)) == {0, 1, 2}  # broker 3 not in the set
         with ContinuousProducer(cluster.bootstrap, TOPIC, PARTITIONS) as producer:
             producer.wait_for_more(20_000, "records before the scale-up")
 
@@ -140,25 +152,24 @@ def test_scale_up_spreads_scale_down_drains_and_too_far_down_is_refused(tmp_path
             driver.running = 4
             admin = driver.admin
             driver.admin = LostOnTheWay(admin, arrives=False)
-            assert driver.step(4).decision.action == "add-brokers"
+            assert driver.step(4).decision.action is ScaleAction.ADD_BROKERS
             driver.admin = admin
             assert driver.status["rebalance"]["state"] == "Running" and throttles_set(admin)
-            assert driver.step(4).decision.action == "finish"
-            assert not throttles_set(admin) and driver.status["spreadBrokers"] == 3
+            assert driver.step(4).decision.action is ScaleAction.FINISH
+            assert not throttles_set(admin) and 3 not in replica_counts(admin)
             # replicas spread
-            assert driver.step(4).decision.action == "add-brokers"
+            assert driver.step(4).decision.action is ScaleAction.ADD_BROKERS
             move = driver.status["rebalance"]
             assert move["state"] == "Running" and move["partitions"] > 0 and move["bytes"] > 0
             assert move["throttleBytesPerSecond"] == THROTTLE
             assert throttles_set(driver.admin), "the move started unthrottled"
-            driver.until(4, "done")
+            driver.until(4, ScaleAction.DONE)
             move = driver.status["rebalance"]
             assert move["state"] == "Done" and move["finishedAt"]
             assert (move["partitionsDone"], move["bytesDone"]) == (
                 move["partitions"],
                 move["bytes"],
             )
-            assert driver.status["spreadBrokers"] == 4
             counts = replica_counts(driver.admin)
             assert set(counts) == {0, 1, 2, 3} and max(counts.values()) - min(counts.values()) <= 1
             leaders = Counter(leader for leader, _, _ in cluster.leaders(0, TOPIC).values())
@@ -170,21 +181,24 @@ def test_scale_up_spreads_scale_down_drains_and_too_far_down_is_refused(tmp_path
             # answer is lost: the move is ours all the same, finished and recorded.
             driver.actions.clear()
             driver.admin = LostOnTheWay(admin, arrives=True)
-            assert driver.step(3).decision.action == "remove-brokers"
+            assert driver.step(3).decision.action is ScaleAction.REMOVE_BROKERS
             driver.admin = admin
-            driver.until(3, "shrink")
-            assert driver.actions[0] == "remove-brokers" and "finish" in driver.actions
+            driver.until(3, ScaleAction.SHRINK)
+            assert (
+                driver.actions[0] is ScaleAction.REMOVE_BROKERS
+                and ScaleAction.FINISH in driver.actions
+            )
             move = driver.status["rebalance"]
             assert (move["operation"], move["state"]) == ("RemoveBrokers", "Done"), move
             assert not throttles_set(admin), "the throttle outlived the move"
-            assert driver.shrunk == [3] and driver.status["spreadBrokers"] == 3
+            assert driver.shrunk == [3]
             assert 3 not in replica_counts(driver.admin)
             producer.wait_for_more(2_000, "records after the scale-down")
 
             # 3 → 2 with replication factor 3: refused, nothing moves.
             before = driver.admin.cluster_state([TOPIC]).assignment
             refused = driver.step(2)
-            assert refused.decision.action == "refuse"
+            assert refused.decision.action is ScaleAction.REFUSE_SCALE_DOWN
             assert "orders has replication factor 3" in refused.decision.reason
             assert driver.status["rebalance"]["state"] == "Refused"
             assert driver.admin.cluster_state([TOPIC]).assignment == before
@@ -213,12 +227,12 @@ def test_rebalances_even_out_replicas_and_leaders(tmp_path, zk_chroot):
         cluster.create_topic(TOPIC, assignment=skewed, configs={"min.insync.replicas": "1"})
         driver = Driver(cluster)
         driver.running = 3
-        assert driver.step(3).decision.action == "done"  # nothing due, nothing asked
+        assert driver.step(3).decision.action is ScaleAction.DONE  # nothing due, nothing asked
         with ContinuousProducer(cluster.bootstrap, TOPIC, PARTITIONS) as producer:
             producer.wait_for_more(2_000, "records before the rebalance")
             rebalance = driver.step(3, requested="replicas")
-            assert rebalance.decision.action == "rebalance-replicas" and rebalance.handled
-            driver.until(3, "done")
+            assert rebalance.decision.action is ScaleAction.REBALANCE_REPLICAS and rebalance.handled
+            driver.until(3, ScaleAction.DONE)
             move = driver.status["rebalance"]
             assert move["operation"] == "Rebalance" and move["state"] == "Done"
             assert move["replicas"] > 0 and move["imbalanceBefore"] > 1
@@ -233,17 +247,17 @@ def test_rebalances_even_out_replicas_and_leaders(tmp_path, zk_chroot):
             wait_until(lambda: in_sync(cluster, 1), "broker 1 back in every ISR")
             assert leader_spread(cluster, range(3)) > 1
             elected = driver.step(3, requested="leaders")
-            assert elected.decision.action == "elect-leaders" and elected.handled
+            assert elected.decision.action is ScaleAction.ELECT_LEADERS and elected.handled
             election = driver.status["leaderElection"]
             assert election["trigger"] == "Request" and election["leadersMoved"] > 0
             assert election["imbalanceBefore"] > 1 >= election["imbalanceAfter"]
             assert leader_spread(cluster, range(3)) <= 1
 
             # On a schedule: due once the interval has passed since the last, not before.
-            assert driver.step(3, leaders_every=3600).decision.action == "done"
+            assert driver.step(3, leaders_every=3600).decision.action is ScaleAction.DONE
             time.sleep(1.1)
             scheduled = driver.step(3, leaders_every=1)
-            assert scheduled.decision.action == "elect-leaders" and not scheduled.handled
+            assert scheduled.decision.action is ScaleAction.ELECT_LEADERS and not scheduled.handled
             assert driver.status["leaderElection"]["trigger"] == "Schedule"
             producer.wait_for_more(1_000, "records after the rebalances")
         assert_acknowledged_records_kept(cluster.bootstrap, producer, "after rebalancing")
@@ -251,16 +265,18 @@ def test_rebalances_even_out_replicas_and_leaders(tmp_path, zk_chroot):
 
 def test_the_replicas_of_a_failed_log_dir_are_copied_to_another_broker(tmp_path, zk_chroot):
     with Cluster(tmp_path, zk_chroot, size=4, first_id=0) as cluster:
-        create_rf3_topic_on_0_1_2(cluster)
+        # spread over the 4 brokers: none of them is empty, one lacks each partition
+        spread = {p: [p % 4, (p + 1) % 4, (p + 2) % 4] for p in range(PARTITIONS)}
+        cluster.create_topic(TOPIC, assignment=spread, configs={"min.insync.replicas": "2"})
         driver = Driver(cluster)
         driver.running = 4
-        driver.status["spreadBrokers"] = 4
         failing = cluster.brokers[1].log_dirs[0]
         lost = {int(d.name.rsplit("-", 1)[1]) for d in failing.glob(f"{TOPIC}-*")}
         assert lost, "broker 1's first dir holds some partitions"
         with ContinuousProducer(cluster.bootstrap, TOPIC, PARTITIONS, 2000) as producer:
             producer.wait_for_more(2_000, "records before the failure")
-            assert driver.step(4, drain=True).decision.action == "done"  # nothing lost yet
+            # nothing lost yet
+            assert driver.step(4, drain=True).decision.action is ScaleAction.DONE
             failing.rename(failing.with_name("failed-disk"))
             failing.touch()  # every write to that dir fails from now on
             wait_until(
@@ -273,11 +289,11 @@ def test_the_replicas_of_a_failed_log_dir_are_copied_to_another_broker(tmp_path,
                 60,
             )
             # Without drainFailedDirs the operator only reports it (Degraded).
-            assert driver.step(4).decision.action == "done"
+            assert driver.step(4).decision.action is ScaleAction.DONE
             drained = driver.step(4, drain=True)
-            assert drained.decision.action == "replace-lost-replicas"
+            assert drained.decision.action is ScaleAction.REPLACE_LOST_REPLICAS
             assert drained.decision.brokers == (1,)
-            driver.until(4, "done", drain=True)
+            driver.until(4, ScaleAction.DONE, drain=True)
             producer.wait_for_more(2_000, "records after the drain")
         move = driver.status["rebalance"]
         assert (move["operation"], move["state"]) == ("DrainFailedDirs", "Done")
@@ -285,6 +301,7 @@ def test_the_replicas_of_a_failed_log_dir_are_copied_to_another_broker(tmp_path,
         assignment = cluster.assignment(TOPIC)
         for partition, (_, _, isr) in cluster.leaders(0, TOPIC).items():
             replicas = assignment[partition]
-            assert (1 in replicas) == (partition not in lost), (partition, replicas)
+            kept = 1 in spread[partition] and partition not in lost
+            assert (1 in replicas) == kept, (partition, replicas)
             assert len(replicas) == 3 and sorted(isr) == sorted(replicas), (partition, isr)
         assert_acknowledged_records_kept(cluster.bootstrap, producer, "after the drain")
