@@ -1,5 +1,7 @@
 """flush.messages=1 on a real broker: every record acknowledged with acks=1 is below the
-recovery point the broker checkpoints, and survives a SIGKILL and a restart.
+recovery point the broker checkpoints, and survives a SIGKILL and a restart. And flush.ms
+with the broker's flusher (``log.flush.scheduler.interval.ms``): the recovery point
+reaches the end of a topic whose flush.ms has passed, not of one with the defaults.
 
 What proves the fsync: a SIGKILL alone cannot, since the page cache outlives the process
 and a record written but never fsynced is read back all the same. The recovery point
@@ -22,6 +24,7 @@ from integration.broker_process import BrokerProcess
 from integration.clients import create_topics
 from integration.test_crash_recovery import wait_until_session_gone
 from tidelog.storage.checkpoints import RECOVERY_POINT_CHECKPOINT, read_offset_checkpoint
+from waiting import wait_until
 
 DURABLE = "durable"  # flush.messages=1
 LAZY = "lazy"  # Kafka's defaults
@@ -72,10 +75,11 @@ def test_acknowledged_records_are_below_the_checkpointed_recovery_point(tmp_path
         producer.close()
         assert [o for o, _ in acknowledged[DURABLE]] == list(range(RECORDS))
 
-        deadline = time.monotonic() + 30
-        while recovery_points(broker).get((DURABLE, 0)) != RECORDS:
-            assert time.monotonic() < deadline, f"checkpointed: {recovery_points(broker)}"
-            time.sleep(0.05)
+        wait_until(
+            lambda: recovery_points(broker).get((DURABLE, 0)) == RECORDS
+            and recovery_points(broker),
+            f"a checkpointed recovery point of {RECORDS} for {DURABLE}",
+        )
         broker.kill()
 
         checkpointed = recovery_points(broker)
@@ -88,5 +92,35 @@ def test_acknowledged_records_are_below_the_checkpointed_recovery_point(tmp_path
         assert f"{broker.log_dirs[0].resolve()} was not shut down cleanly" in broker.log()
         for topic in (DURABLE, LAZY):
             assert consume(broker.bootstrap, topic) == acknowledged[topic]
+    finally:
+        assert broker.stop() == 0
+
+
+def test_the_flusher_moves_the_recovery_point_of_a_topic_whose_flush_ms_passed(tmp_path, zk_chroot):
+    broker = BrokerProcess(
+        tmp_path / "broker",
+        zk_chroot,
+        log_dirs=1,
+        overrides={
+            "log.flush.scheduler.interval.ms": "100",
+            # unset, flush.ms would default to the flusher's interval, as in Kafka
+            "log.flush.interval.ms": str(2**63 - 1),
+            "log.flush.offset.checkpoint.interval.ms": "100",
+        },
+    ).start()
+    try:
+        create_topics(broker.bootstrap, ["timed"], 1, {"flush.ms": "200"})
+        create_topics(broker.bootstrap, [LAZY], 1)
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks=1, retries=0)
+        for sequence in range(RECORDS):
+            for topic in ("timed", LAZY):
+                producer.send(topic, value=b"%03d" % sequence, partition=0).get(timeout=30)
+        producer.close()
+        checkpointed = wait_until(
+            lambda: recovery_points(broker).get(("timed", 0)) == RECORDS
+            and recovery_points(broker),
+            "the flusher's recovery point of timed checkpointed",
+        )
+        assert checkpointed[(LAZY, 0)] == 0
     finally:
         assert broker.stop() == 0

@@ -57,3 +57,11 @@ def test_the_idle_poll_window_defaults_to_500_us_and_refuses_a_negative_value(
     assert load(tmp_path, "socket.idle.poll.us=0")["socket.idle.poll.us"] == 0
     with pytest.raises(ConfigError, match="socket.idle.poll.us must be at least 0"):
         load(tmp_path, "socket.idle.poll.us=-1")
+
+
+def test_flush_ms_defaults_to_the_flushers_interval_as_in_kafka():
+    base = {"zookeeper.connect": "zk:2181"}
+    assert BrokerConfig(base).log_config().flush_ms == 2**63 - 1
+    flusher = {**base, "log.flush.scheduler.interval.ms": "1000"}
+    assert BrokerConfig(flusher).log_config().flush_ms == 1000
+    assert BrokerConfig({**flusher, "log.flush.interval.ms": "50"}).log_config().flush_ms == 50

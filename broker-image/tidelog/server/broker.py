@@ -172,6 +172,7 @@ class Broker:
                 if overrides
             },
             on_dir_failure=self._log_dir_failed,
+            flush_scheduler_interval_ms=config["log.flush.scheduler.interval.ms"],
             cleaner_config=CleanerConfig(
                 log_cleaner_enable=config["log.cleaner.enable"],
                 log_cleaner_threads=config["log.cleaner.threads"],

@@ -409,8 +409,10 @@ class BrokerConfig:
         values["retention_ms"] = self.log_retention_ms
         values["segment_ms"] = self.log_roll_ms
         values["segment_jitter_ms"] = self.log_roll_jitter_ms
-        flush_ms = self["log.flush.interval.ms"]
-        values["flush_ms"] = flush_ms if flush_ms is not None else _LONG_MAX
+        flush_ms = self["log.flush.interval.ms"]  # unset: the flusher's interval, as in Kafka
+        values["flush_ms"] = (
+            flush_ms if flush_ms is not None else self["log.flush.scheduler.interval.ms"]
+        )
         try:
             return LogConfig(**values)
         except LogConfigError as error:
