@@ -54,4 +54,3 @@ def test_every_scale_action_becomes_a_step(action):
     step = _carry(decision, BROKERS, state, SPEC, dict(move), None, NOW, {})
     assert all(type(c) in HANDLERS for c in step.commands)
     assert (step.shrink_to is not None) == (action is ScaleAction.SHRINK)
-
