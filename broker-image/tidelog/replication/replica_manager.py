@@ -10,6 +10,9 @@ copy from their leaders through replica fetchers (``fetcher.py``). Two purgatori
 waiting requests: ``purgatory`` wakes on high-watermark moves (consumer fetches, acks=all
 produces), ``appended`` on appends (followers' long-polled fetches) and on a first fetch
 a new leader epoch awaits from a follower (:mod:`.first_fetches`).
+
+Leadership changes (LeaderAndIsr, StopReplica) are in :mod:`.leadership`, the replica
+fetchers and what they call back in :mod:`.following`.
 """
 
 from __future__ import annotations
@@ -19,14 +22,15 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from tidelog.protocol.errors import ErrorCode
 from tidelog.records.errors import RecordsError
-from tidelog.replication.fetcher import FetcherConfig, ReplicaFetcher, fetcher_id
-from tidelog.replication.first_fetches import FirstFetches, wake_key
-from tidelog.replication.partition import NO_LEADER, UNKNOWN_OFFSET, Partition
+from tidelog.replication.fetcher import FetcherConfig, ReplicaFetcher
+from tidelog.replication.first_fetches import FirstFetches
+from tidelog.replication.following import Following
+from tidelog.replication.leadership import LeadershipChanges
+from tidelog.replication.partition import Partition
 from tidelog.replication.purgatory import Purgatory
 from tidelog.replication.quota import ReplicationQuota
 from tidelog.storage.errors import (
@@ -36,7 +40,7 @@ from tidelog.storage.errors import (
     StorageError,
 )
 from tidelog.storage.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-from tidelog.storage.log import AppendInfo, Log
+from tidelog.storage.log import AppendInfo
 from tidelog.storage.log_manager import LogManager
 from tidelog.storage.segment import FetchSlice
 
@@ -49,10 +53,6 @@ TopicPartition = tuple[str, int]
 # znode version each partition holds; returns each new version, or None where the
 # state changed meanwhile (the controller's LeaderAndIsr will tell the truth).
 IsrWriter = Callable[[list[tuple[Partition, list[int]]]], Awaitable[list[int | None]]]
-# How many leader-epoch checkpoints one LeaderAndIsr writes at once. Concurrent fsyncs
-# share the file system's journal commits: 500 checkpoint writes (file and directory
-# fsynced) took 0.18 s one after another and 0.085 s on 8 threads on ext4 here.
-EPOCH_CHECKPOINT_WRITERS = 8
 
 
 @dataclass
@@ -79,7 +79,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class ReplicaManager:
+class ReplicaManager(LeadershipChanges, Following):
     def __init__(
         self,
         broker_id: int,
@@ -113,147 +113,6 @@ class ReplicaManager:
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._stopping: set[asyncio.Task] = set()  # fetchers left without partitions
         self._checkpointed_hw = log_manager.high_watermark_checkpoints()
-
-    # -- leadership (LeaderAndIsr / StopReplica) ------------------------------------------
-
-    def become_leader_or_follower(
-        self,
-        topic: str,
-        topic_id: uuid.UUID,
-        index: int,
-        *,
-        leader: int,
-        leader_epoch: int,
-        replicas: list[int],
-        isr: list[int],
-        zk_version: int = 0,
-        controller_epoch: int = 0,
-        unwritten_epochs: dict[TopicPartition, Log] | None = None,
-    ) -> ErrorCode:
-        """Make this broker the partition's leader or a follower of ``leader``, as
-        Kafka's makeLeader / makeFollower. A new leader records its epoch from its log
-        end (see start_leader_epoch); given ``unwritten_epochs``, the checkpoint file is
-        not written here but the log goes into it, for write_leader_epochs to write
-        (in a worker thread) before the LeaderAndIsr is answered."""
-        current = self.partitions.get((topic, index))
-        if current is not None and leader_epoch <= current.leader_epoch:
-            # The same epoch again (a new controller repeats it) changes nothing; an
-            # older one comes from a stale controller.
-            stale = leader_epoch < current.leader_epoch
-            return ErrorCode.STALE_CONTROLLER_EPOCH if stale else ErrorCode.NONE
-        try:
-            log = self.log_manager.get_or_create_log(topic, index, topic_id=topic_id)
-        except KafkaStorageError as error:
-            logger.error("cannot host %s-%d: %s", topic, index, error)
-            return ErrorCode.KAFKA_STORAGE_ERROR
-        key = (topic, index)
-        partition = self.partitions.get(key)
-        if partition is not None and partition.log is not log:  # a stale log was replaced
-            partition = None
-        if partition is None:
-            partition = Partition(
-                topic, index, log, leader, leader_epoch, replicas, isr, self.broker_id
-            )
-            partition.high_watermark = self._checkpointed_hw.pop(key, 0)
-            self.partitions[key] = partition
-        partition.become(
-            leader=leader,
-            leader_epoch=leader_epoch,
-            replicas=replicas,
-            isr=isr,
-            zk_version=zk_version,
-            controller_epoch=controller_epoch,
-            now_ms=self.clock_ms(),
-        )
-        self.topic_ids[topic] = topic_id
-        self._stop_fetching(key)
-        if partition.is_leader:
-            write = unwritten_epochs is None
-            try:
-                started = self.start_leader_epoch(log, leader_epoch, write=write)
-            except KafkaStorageError as error:
-                logger.error("cannot lead %s-%d: %s", topic, index, error)
-                return ErrorCode.KAFKA_STORAGE_ERROR
-            if started and not write:
-                unwritten_epochs[key] = log
-            partition.maybe_advance_high_watermark()
-            self._await_first_fetches(partition)
-        elif leader >= 0 and self._fetcher_config is not None:
-            in_sync = self.broker_id in isr
-            self._fetcher_for(leader, key).add(topic, index, leader_epoch, in_sync)
-        # Waiters re-check: a producer waiting for acks=all learns it is no longer leader.
-        self.purgatory.notify(key)
-        self.appended.notify(key)
-        return ErrorCode.NONE
-
-    def _await_first_fetches(self, partition: Partition) -> None:
-        """The followers not heard from in this epoch owe it a first fetch: their
-        fetches wait here briefly until they make it, and a fetch of theirs waiting now
-        comes back (:mod:`.first_fetches`)."""
-        unknown = [r for r, f in partition.followers.items() if f.log_end_offset == UNKNOWN_OFFSET]
-        self.first_fetches.expect((partition.topic, partition.index), unknown)
-        for replica in unknown:
-            self.appended.notify(wake_key(replica))
-
-    def start_leader_epoch(self, log: Log, leader_epoch: int, *, write: bool = True) -> bool:
-        """As Kafka's makeLeader: a new leader's epoch starts at the log end before any
-        write, so OffsetForLeaderEpoch answers for it at once; True when the epoch is new
-        here. A new epoch rewrites the epoch checkpoint (two fsyncs) unless ``write`` is
-        False (then write_leader_epochs must follow); the same epoch again changes
-        nothing. On the event loop, which owns the appends: the log end it reads is
-        where the epoch starts. KafkaStorageError (and the log's directory offline) when
-        the write fails."""
-        return self.log_manager.guarded(
-            log,
-            lambda: log.assign_epoch_start_offset(leader_epoch, log.log_end_offset, write=write),
-        )
-
-    def write_leader_epochs(self, logs: dict[TopicPartition, Log]) -> list[TopicPartition]:
-        """Write the epoch checkpoints that become_leader_or_follower left unwritten, in
-        a worker thread: two fsyncs per partition would otherwise stall the event loop
-        while a broker takes the lead of many partitions (failover, controlled shutdown,
-        preferred leaders handed back). Up to :data:`EPOCH_CHECKPOINT_WRITERS` at once;
-        appends to the partitions go on meanwhile (``Log.write_leader_epochs``). The
-        partitions whose write failed (their directory is offline now)."""
-
-        def write(key: TopicPartition, log: Log) -> TopicPartition | None:
-            try:
-                self.log_manager.guarded(log, log.write_leader_epochs)
-            except KafkaStorageError as error:
-                logger.error("cannot lead %s-%d: %s", *key, error)
-                return key
-            return None
-
-        with ThreadPoolExecutor(min(EPOCH_CHECKPOINT_WRITERS, len(logs) or 1)) as writers:
-            return [key for key in writers.map(write, logs, logs.values()) if key is not None]
-
-    def stop_replica(self, topic: str, index: int, delete: bool) -> None:
-        """StopReplica: no more fetching, leading or following. Without ``delete`` the
-        replica stays, role-less, with its log and high watermark (checkpointed as
-        usual) until the controller gives it a role again."""
-        key = (topic, index)
-        self._stop_fetching(key)
-        partition = self.partitions.get(key)
-        if partition is not None:
-            partition.resign()
-            self.purgatory.notify(key)
-            self.appended.notify(key)
-        if delete:
-            self.partitions.pop(key, None)
-            self.log_manager.delete_log(topic, index)
-            if not any(t == topic for t, _ in self.partitions):
-                self.topic_ids.pop(topic, None)
-
-    def drop_offline_partitions(self) -> list[TopicPartition]:
-        """After a log directory failed (Kafka's handleLogDirFailure): the partitions it
-        held stop leading and following and are no longer hosted, so that clients, the
-        followers and the controller's next LeaderAndIsr get KAFKA_STORAGE_ERROR for
-        them; producers waiting for their acks learn it at once. The partitions dropped."""
-        dropped = sorted(k for k in self.partitions if k in self.log_manager.offline_partitions)
-        for key in dropped:
-            self.stop_replica(*key, delete=False)
-            del self.partitions[key]
-        return dropped
 
     # -- moves between log directories (AlterReplicaLogDirs) -----------------------------------
 
@@ -554,89 +413,3 @@ class ReplicaManager:
             partition.apply_isr(partition.proposed_isr, version)
         partition.maybe_advance_high_watermark()
         self.purgatory.notify(key)  # acks=all waiters re-check, min.insync.replicas too
-
-    # -- following (called by the replica fetchers) -------------------------------------------
-
-    def _fetcher_for(self, leader: int, key: TopicPartition) -> ReplicaFetcher:
-        which = (leader, fetcher_id(*key, self._num_fetchers))
-        fetcher = self._fetchers.get(which)
-        if fetcher is None:
-            fetcher = self._fetchers[which] = ReplicaFetcher(
-                leader,
-                lambda: self._endpoint_of(leader),
-                self,
-                self._fetcher_config,
-                self._follower_quota,
-            )
-        return fetcher
-
-    def _stop_fetching(self, key: TopicPartition) -> None:
-        for which, fetcher in list(self._fetchers.items()):
-            fetcher.remove(*key)
-            if fetcher.is_empty():
-                del self._fetchers[which]
-                stopping = asyncio.get_running_loop().create_task(fetcher.stop())
-                self._stopping.add(stopping)
-                stopping.add_done_callback(self._stopping.discard)
-
-    async def shutdown(self) -> None:
-        fetchers, self._fetchers = list(self._fetchers.values()), {}
-        await asyncio.gather(*(f.stop() for f in fetchers), *self._stopping)
-
-    def follower_log(self, topic: str, index: int) -> Log | None:
-        partition = self.partitions.get((topic, index))
-        if partition is None or partition.leader in (self.broker_id, NO_LEADER):
-            return None
-        return partition.log
-
-    def truncate_follower(
-        self, topic: str, index: int, asked_epoch: int, leader_epoch: int, leader_end: int
-    ) -> None:
-        """Cut the follower's log where it diverges from the leader's, by epoch."""
-        partition = self.partitions[(topic, index)]
-        log = partition.log
-        if leader_end < 0 or asked_epoch < 0:
-            target = partition.high_watermark  # no epochs to compare: Kafka's fallback
-        elif leader_epoch == asked_epoch:
-            target = min(leader_end, log.log_end_offset)
-        else:  # the leader never had our epoch: cut at the end of its last one we share
-            target = min(leader_end, log.end_offset_for_epoch(leader_epoch)[1])
-            if target < 0:
-                target = leader_end
-        target = min(target, log.log_end_offset)
-        if target < log.log_end_offset:
-            logger.info(
-                "%s-%d: truncating from %d to %d (leader epoch %d ends at %d)",
-                topic,
-                index,
-                log.log_end_offset,
-                target,
-                leader_epoch,
-                leader_end,
-            )
-            self.log_manager.truncate_to(topic, index, target)
-        partition.high_watermark = min(partition.high_watermark, log.log_end_offset)
-
-    def follower_start_at(self, topic: str, index: int, offset: int) -> None:
-        log = self.partitions[(topic, index)].log
-        logger.info("%s-%d: the leader starts at %d; starting over there", topic, index, offset)
-        self.log_manager.guarded(log, lambda: log.truncate_fully_and_start_at(offset))
-
-    def append_as_follower(
-        self,
-        topic: str,
-        index: int,
-        fetch_offset: int,
-        records,
-        leader_high_watermark: int,
-        leader_log_start: int,
-    ) -> None:
-        partition = self.partitions[(topic, index)]
-        log = partition.log
-        if records is not None and len(records) and log.log_end_offset == fetch_offset:
-            self.log_manager.guarded(log, lambda: log.append_as_follower(records))
-        if leader_log_start > log.log_start_offset:
-            self.log_manager.guarded(
-                log, lambda: log.maybe_increment_log_start_offset(leader_log_start)
-            )
-        partition.follow_high_watermark(leader_high_watermark)
