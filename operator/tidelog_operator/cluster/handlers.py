@@ -10,6 +10,7 @@ brokers' StatefulSet has one writer, and no write undoes another.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import kopf
@@ -19,6 +20,8 @@ from tidelog_operator.cluster.passes import run_pass
 from tidelog_operator.names import GROUP, VERSION, node_reader_binding_name
 
 __all__ = ["OBSERVE_INTERVAL_S", "STEP_INTERVAL_S"]
+
+logger = logging.getLogger(__name__)
 
 OBSERVE_INTERVAL_S = 10.0
 STEP_INTERVAL_S = 2.0
@@ -35,10 +38,16 @@ def reconcile_cluster(name: str, namespace: str, **_: Any) -> None:
     GROUP, VERSION, "clusters", initial_delay=1, cancellation_backoff=30, cancellation_timeout=5
 )
 async def watch_cluster(name: str, namespace: str, stopped: kopf.DaemonStopped, **_: Any) -> None:
-    """Passes in a worker thread, one at a time. When the Cluster goes or the operator
-    exits, a pass under way has 30 s to end before it is cancelled."""
+    """Passes in a worker thread, one at a time. A pass that fails (the API server
+    unreachable, say) is logged and the next one comes after the long interval. When the
+    Cluster goes or the operator exits, a pass under way has 30 s to end before it is
+    cancelled."""
     while not stopped:
-        stepping = await asyncio.to_thread(run_pass, namespace, name)
+        try:
+            stepping = await asyncio.to_thread(run_pass, namespace, name)
+        except Exception:  # the daemon outlives any one failed pass
+            logger.exception("cluster %s/%s: the pass failed", namespace, name)
+            stepping = False
         await stopped.wait(STEP_INTERVAL_S if stepping else OBSERVE_INTERVAL_S)
 
 

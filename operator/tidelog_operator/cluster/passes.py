@@ -27,7 +27,8 @@ import kopf
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tidelog.admin import AdminClient
+from tidelog.admin import AdminClient, AdminError
+from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import conditions, kube, names
 from tidelog_operator.builders.brokers import bootstrap_address, node_reader_binding
 from tidelog_operator.cluster.balance import REBALANCE_ANNOTATION, requested, unknown_request
@@ -169,7 +170,15 @@ def _pass(
     election = None
     steps = (*cluster_scoped, *local.commands, apply, *roll.commands, *volumes.commands)
     for command in (*steps, *scale.commands):
-        outcome = carry_out(command, context)
+        try:
+            outcome = carry_out(command, context)
+        except (AdminError, OSError, ProtocolError) as error:
+            # The brokers did not answer: the next pass observes what took effect and
+            # decides again (a reassignment's start is recorded as running either way).
+            logger.warning(
+                "cluster %s/%s: %s failed: %s", spec.namespace, spec.name, command, error
+            )
+            continue
         if isinstance(command, ElectPreferredLeaders | FinishReassignment):
             trigger = command.trigger if isinstance(command, ElectPreferredLeaders) else "Move"
             election = Election(trigger, outcome)
