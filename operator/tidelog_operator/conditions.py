@@ -87,6 +87,7 @@ class Reason:
     REBALANCING = "Rebalancing"  # an event: a replica rebalance, leader election or
     # copy of the replicas of failed log dirs started
     VOLUMES_LOST = "VolumesLost"  # an event: a broker's claims let go with its node
+    VOLUME_RECYCLED = "VolumeRecycled"  # an event: a released local volume wiped and freed
     UNKNOWN_REQUEST = "UnknownRequest"  # an event: a rebalance annotation of no known kind
     IDLE = "Idle"
     UNDER_REPLICATED = "UnderReplicated"
@@ -111,6 +112,7 @@ class Reason:
     APPLICATION_STOPPING = "ApplicationStopping"
     APPLICATION_FAILED = "ApplicationFailed"
     APPLIED = "Applied"
+    RESET_APPLIED = "ResetApplied"  # an event: a declarative offset reset applied
 
 
 def set_condition(

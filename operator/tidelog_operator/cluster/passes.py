@@ -235,7 +235,7 @@ def _apply_children(
 
 def _local_events(local: LocalStep) -> list[_Event]:
     events = [
-        _Event(False, "VolumeRecycled", f"{volume} wiped and available again")
+        _Event(False, Reason.VOLUME_RECYCLED, f"{volume} wiped and available again")
         for volume in local.recycled
     ]
     if local.lost:

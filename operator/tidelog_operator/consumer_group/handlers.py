@@ -55,7 +55,7 @@ def sync_consumer_group(
         stopped = application is None or application["state"] == STOPPED
         found = sync_group(admin, group, dict(spec), status, application_stopped=stopped)
     if found.applied:
-        kopf.info(body, reason="ResetApplied", message=found.applied)
+        kopf.info(body, reason=Reason.RESET_APPLIED, message=found.applied)
         if application is not None:  # it stopped for this reset: it starts again now
             current = {**body, "status": {**status, "application": application}}
             application = spark_runner.step(current, group, reset_waiting=False).application
