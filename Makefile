@@ -168,7 +168,7 @@ run: setup
 # Set-up steps made side by side wherever one does not need another: from empty caches
 # the Go builds of k8s-tools are most of the set-up, and pip, Maven, debootstrap and the
 # image builds, which in part wait for downloads and the disk, fit beside them (measured:
-# 21.5 minutes, against 26 one step after another; README.md).
+# 21.5 minutes, against 26 one step after another; docs/e2e.md).
 SETUP_JOBS ?= 4
 side_by_side = $(MAKE) --no-print-directory --jobs=$(SETUP_JOBS) $(1)
 

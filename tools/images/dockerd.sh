@@ -78,7 +78,7 @@ if answers; then
     if [ -z "$pid" ]; then
         say "warning: this machine's capability bounding set lacks capabilities, so" \
             "privileged containers (kind's nodes) fail on this engine; register" \
-            "tools/go/cmd/tidelog-runc as its default runtime (see README.md)"
+            "tools/go/cmd/tidelog-runc as its default runtime (see docs/images-and-kubernetes-tools.md)"
         exit 0
     fi
     say "restarting the dockerd started earlier (pid $pid) with $runtime_name"

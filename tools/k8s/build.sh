@@ -12,7 +12,7 @@
 #
 # Only the Go module proxy is needed: this is how the tools are fetched on a machine
 # that reaches no other download site. With internet access, the projects' released
-# binaries (or a package manager) give the same versions; see README.md.
+# binaries (or a package manager) give the same versions; see docs/images-and-kubernetes-tools.md.
 set -euo pipefail
 
 tool=$1
