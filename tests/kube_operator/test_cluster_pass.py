@@ -1,17 +1,18 @@
 """The Cluster pass against a real API server and real brokers: the brokers' StatefulSet
 has one writer, and no write undoes another.
 
-* A write decided on an older StatefulSet fails its precondition (the resourceVersion
-  the pass observed) instead of undoing a newer one.
+* A write decided on an older StatefulSet fails its precondition (the generation the
+  pass observed) instead of undoing a newer one.
 * A spec change races the daemon's shrink: the daemon's pass, having drained broker 3,
   shrinks the StatefulSet from 4 to 3 while the spec handler's pass for a config change
   starts. The two passes share the Cluster's lock, so the spec handler's pass observes
   the shrunk StatefulSet and keeps it: the final size is the one the data movement
   decided, and the config change is applied too.
 
-No kubelet runs here: the broker pods are made and marked ready through the API, as a
-kubelet would, so that the pass asks the brokers (three real ones, ids 0-2; broker 3's
-pod has no broker behind it and holds no replica).
+No kubelet runs here: the StatefulSet's pods, which the test control plane's controllers
+make, are marked ready through the API as a kubelet would, so that the pass asks the
+brokers (three real ones, ids 0-2; broker 3's pod has no broker behind it and holds no
+replica).
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from kubernetes import client
 
 from integration.cluster import Cluster
 from tidelog.admin import AdminClient
-from tidelog_operator import names
+from tidelog_operator import kube, names
 from tidelog_operator.cluster import passes
 from tidelog_operator.cluster.commands import ApplyChildren, Context, carry_out
 from tidelog_operator.cluster.snapshot import observe
 from tidelog_operator.spec import parse_cluster
+from waiting import wait_until
 
 GROUP, VERSION = "tidelog.dev", "v1alpha1"
 NAME = "race"
@@ -47,19 +49,11 @@ def _cluster_body(replicas: int, config: dict | None = None) -> dict:
     }
 
 
-def _ready_pod(core: client.CoreV1Api, namespace: str, broker: int, revision: str) -> None:
-    """A broker pod as the StatefulSet's controller and a kubelet would leave it."""
+def _mark_ready(core: client.CoreV1Api, namespace: str, broker: int) -> None:
+    """The StatefulSet's pod of ``broker`` (the test control plane's controllers make it,
+    no kubelet runs it) marked running, started and ready, as a kubelet would."""
     pod = names.broker_pod(NAME, broker)
-    core.create_namespaced_pod(
-        namespace,
-        {
-            "metadata": {
-                "name": pod,
-                "labels": {**names.broker_labels(NAME), "controller-revision-hash": revision},
-            },
-            "spec": {"containers": [{"name": "broker", "image": "tidelog-broker:test"}]},
-        },
-    )
+    wait_until(lambda: kube.found(core.read_namespaced_pod, pod, namespace), f"pod {pod} made", 60)
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     core.patch_namespaced_pod_status(
         pod,
@@ -106,7 +100,7 @@ def test_a_write_decided_on_an_older_statefulset_does_not_undo_a_newer_one(
     cluster = objects.get_namespaced_custom_object(GROUP, VERSION, kube_namespace, "clusters", NAME)
     stale = passes._apply_children(spec, cluster, older, 4, spec.volumes, 1)
     assert isinstance(stale, ApplyChildren)
-    assert stale.precondition == older.statefulset.resource_version
+    assert stale.precondition == older.statefulset.generation
     context = Context(kube_api, kube_namespace, NAME, lambda: None)
     assert carry_out(stale, context) is False
     assert _statefulset(apps, kube_namespace).spec.replicas == 3
@@ -124,14 +118,8 @@ def test_a_spec_change_racing_the_daemons_shrink_keeps_the_shrink(
         )
         admin = AdminClient(brokers.bootstrap, timeout=10)
         passes.run_pass(kube_namespace, NAME, api=kube_api, admin=lambda _: admin)
-        revision = "r1"
-        apps.patch_namespaced_stateful_set_status(
-            names.brokers_statefulset(NAME),
-            kube_namespace,
-            {"status": {"replicas": 4, "updateRevision": revision, "currentRevision": revision}},
-        )
         for broker in range(4):
-            _ready_pod(core, kube_namespace, broker, revision)
+            _mark_ready(core, kube_namespace, broker)
         objects.patch_namespaced_custom_object(
             GROUP, VERSION, kube_namespace, "clusters", NAME, {"spec": {"brokers": {"replicas": 3}}}
         )

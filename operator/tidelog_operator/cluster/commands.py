@@ -6,10 +6,12 @@ names in ``HANDLERS``, one writer per object: the brokers' StatefulSet and the o
 children are written only by ``ApplyChildren``, a broker's pod deleted only by
 ``RestartBroker``, its draining dirs set only by ``SetDrainingDirs``, and so on. A
 command type without a handler is a programming error (``carry_out`` raises, and a
-unit test lists every type). ``ApplyChildren`` writes the StatefulSet with the
-resourceVersion the pass observed as its precondition: a write from a pass that began
-before another writer changed it fails with a conflict instead of undoing that change,
-and the next pass decides again.
+unit test lists every type). ``ApplyChildren`` writes the StatefulSet only if its
+generation is still the one the pass observed (its spec unchanged: status updates, which
+the StatefulSet controller makes all the time, do not count), and then with the
+resourceVersion just read as the write's precondition: a write from a pass that began
+before another writer changed the spec fails instead of undoing that change, and the
+next pass decides again.
 """
 
 from __future__ import annotations
@@ -55,12 +57,13 @@ class Command:
 @dataclass(frozen=True)
 class ApplyChildren(Command):
     """Apply the Cluster's children (``objects``, owned by it). The brokers'
-    StatefulSet among them is applied with ``precondition`` (the resourceVersion
-    observed; None: it did not exist); when its claim templates differ from the live
-    one's it is deleted orphaning its pods instead, and a later pass makes it anew."""
+    StatefulSet among them is applied if its generation is still ``precondition`` (the
+    one observed; None: it did not exist); when its claim templates differ from the
+    live one's it is deleted orphaning its pods instead, and a later pass makes it
+    anew."""
 
     objects: tuple[Mapping[str, Any], ...]
-    precondition: str | None
+    precondition: int | None
 
 
 @dataclass(frozen=True)
@@ -154,9 +157,9 @@ def _apply_children(command: ApplyChildren, context: Context) -> bool:
 
 
 def apply_statefulset(
-    api: client.ApiClient, statefulset: dict[str, Any], precondition: str | None
+    api: client.ApiClient, statefulset: dict[str, Any], precondition: int | None
 ) -> bool:
-    """Apply the brokers' StatefulSet if the live one's resourceVersion is still
+    """Apply the brokers' StatefulSet if the live one's generation is still
     ``precondition`` (None: it did not exist); whether it was applied. False when it
     changed or went meanwhile, while it is being deleted, and when its claim templates
     differ from the live one's, which is then deleted orphaning its pods (a later call
@@ -171,7 +174,7 @@ def apply_statefulset(
     else:
         if live.metadata.deletion_timestamp is not None:
             return False
-        if precondition is not None and live.metadata.resource_version != precondition:
+        if precondition is not None and live.metadata.generation != precondition:
             logger.info("%s changed since the pass looked: the next pass decides", meta["name"])
             return False
         claims = sorted(t.metadata.name for t in live.spec.volume_claim_templates or [])
@@ -181,9 +184,12 @@ def apply_statefulset(
                 api, "apps/v1", "StatefulSet", meta["name"], meta["namespace"], propagation="Orphan"
             )
             return False
-    written = {**statefulset, "metadata": {**meta, "resourceVersion": precondition}}
-    if precondition is None:
-        written["metadata"].pop("resourceVersion")
+    written = statefulset
+    if live is not None:  # the write fails if anything changed since the read above
+        written = {
+            **statefulset,
+            "metadata": {**meta, "resourceVersion": live.metadata.resource_version},
+        }
     try:
         kube.apply(api, written)
     except ApiException as error:

@@ -5,8 +5,8 @@ one lock per Cluster that the spec handlers and the daemon share (DESIGN §8).
 A pass reads the Cluster itself first (its spec, generation and status as the API has
 them now, not as an event carried them), so a pass that waited for the lock decides on
 what is current. The StatefulSet is written only through ``ApplyChildren``, whose
-precondition is the StatefulSet's resourceVersion in the snapshot: a decision taken on
-an older StatefulSet fails to write rather than undo a newer one.
+precondition is the StatefulSet's generation in the snapshot: a decision taken on an
+older StatefulSet spec fails to write rather than undo a newer one.
 
 Events: each act the user should see (a restart, a drain, a movement started or
 finished, a refusal seen first), and, when Progressing's reason or message changes and
@@ -229,7 +229,7 @@ def _apply_children(
         if obj["kind"] == "StatefulSet" and obj["metadata"]["name"] == statefulset:
             obj["metadata"].setdefault("annotations", {})[GENERATION_ANNOTATION] = str(generation)
     live = snapshot.statefulset
-    precondition = None if live is None or live.going else live.resource_version
+    precondition = None if live is None or live.going else live.generation
     return ApplyChildren(tuple(objects), precondition)
 
 

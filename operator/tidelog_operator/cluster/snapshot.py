@@ -61,15 +61,17 @@ def volume_of(log_dir: str) -> int | None:
 @dataclass(frozen=True)
 class StatefulSetView:
     """The brokers' StatefulSet: its replicas, the revision its pods should run, its
-    claim templates as volumes, the Cluster generation it was applied for (0: not
-    known), its resourceVersion (the precondition of the next write) and whether it is
-    being deleted (made anew, its pods orphaned)."""
+        claim templates as volumes, the Cluster generation it was applied for (0: not
+        known), its resourceVersion and generation (the precondition of the next write: its
+    spec unchanged since) and whether it is
+        being deleted (made anew, its pods orphaned)."""
 
     replicas: int
     update_revision: str | None
     volumes: Mapping[int, Volume]
     made_for: int
     resource_version: str
+    generation: int = 0
     going: bool = False
 
     @property
@@ -299,6 +301,7 @@ def _statefulset(api: client.ApiClient, spec: ClusterSpec) -> StatefulSetView | 
         volumes=volumes,
         made_for=int((live.metadata.annotations or {}).get(GENERATION_ANNOTATION, 0)),
         resource_version=live.metadata.resource_version,
+        generation=live.metadata.generation or 0,
         going=live.metadata.deletion_timestamp is not None,
     )
 
