@@ -1,11 +1,21 @@
 """What the config APIs' handlers share about a request's resources: the error that
 answers one resource, how a resource and an operation are named in messages (as Kafka
-words them), and the broker id a BROKER or BROKER_LOGGER resource names."""
+words them), the broker id a BROKER or BROKER_LOGGER resource names, and the one check
+of a topic's configs that CreateTopics and the AlterConfigs APIs both make."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from tidelog.protocol.admin_enums import ConfigResourceType, OpType
 from tidelog.protocol.errors import ErrorCode
+from tidelog.replication.quota import (
+    FOLLOWER_THROTTLED_REPLICAS,
+    LEADER_THROTTLED_REPLICAS,
+    ThrottledReplicasError,
+    parse_throttled_replicas,
+)
+from tidelog.storage.config import LogConfig, LogConfigError
 
 __all__ = [
     "APPEND",
@@ -20,6 +30,7 @@ __all__ = [
     "operation_name",
     "resource_text",
     "resource_type_name",
+    "validate_topic_config",
 ]
 
 # Short names for the codes the handlers compare with a request's fields.
@@ -79,3 +90,19 @@ def named_broker_id(
             f"Unexpected broker id, expected {broker_id}{expectation}, but received {name}",
         )
     return named
+
+
+def validate_topic_config(configs: Mapping[str, str], base: LogConfig) -> LogConfig:
+    """The log config a topic with overrides ``configs`` gets over the broker's defaults
+    ``base``; raises LogConfigError (INVALID_CONFIG) for what Kafka 3.9's
+    ``LogConfig.validate`` refuses: an unknown key, a value its ConfigDef does not parse
+    or its validator refuses (throttled-replicas lists included), and a set whose values
+    contradict each other (min.compaction.lag.ms above max.compaction.lag.ms)."""
+    config = LogConfig.from_properties(configs, base=base)
+    for key in (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS):
+        if key in configs:
+            try:
+                parse_throttled_replicas(key, configs[key])
+            except ThrottledReplicasError as error:
+                raise LogConfigError(str(error)) from None
+    return config

@@ -7,13 +7,12 @@ an empty resource name); every write is announced under ``/config/changes``, whi
 brokers follow to apply it. Reads go to ZooKeeper too, so a describe right after an
 alter sees it. Describing: :mod:`.config_describe`; the loggers: :mod:`.broker_loggers`.
 
-Altering validates first: a topic's new set through ``LogConfig.from_properties`` and
-its throttled-replicas lists (``*`` or ``partition:broker,...``) (INVALID_CONFIG), a
-broker's new set against the keys' scopes (read-only keys, per-broker keys at the
-cluster level: INVALID_REQUEST, as Kafka answers) and by building the configuration it
-would make (INVALID_REQUEST). AlterConfigs replaces an entity's whole
-set; IncrementalAlterConfigs applies SET, DELETE, APPEND and SUBTRACT (list keys) to the
-stored one.
+Altering validates first: a topic's new set through ``validate_topic_config``, as
+CreateTopics does (INVALID_CONFIG), a broker's new set against the keys' scopes
+(read-only keys, per-broker keys at the cluster level: INVALID_REQUEST, as Kafka
+answers) and by building the configuration it would make (INVALID_REQUEST).
+AlterConfigs replaces an entity's whole set; IncrementalAlterConfigs applies SET,
+DELETE, APPEND and SUBTRACT (list keys) to the stored one.
 """
 
 from __future__ import annotations
@@ -27,12 +26,6 @@ from tidelog.controller.zk_data import DEFAULT_ENTITY
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.admin_enums import ConfigType
 from tidelog.protocol.errors import ErrorCode
-from tidelog.replication.quota import (
-    FOLLOWER_THROTTLED_REPLICAS,
-    LEADER_THROTTLED_REPLICAS,
-    ThrottledReplicasError,
-    parse_throttled_replicas,
-)
 from tidelog.server.config import BROKER_CONFIGS, BrokerConfig, ConfigError, Scope
 from tidelog.server.handlers.broker_loggers import alter_loggers, describe_loggers
 from tidelog.server.handlers.config_describe import (
@@ -54,6 +47,7 @@ from tidelog.server.handlers.config_resources import (
     operation_name,
     resource_text,
     resource_type_name,
+    validate_topic_config,
 )
 from tidelog.server.topic_names import topic_name_error
 from tidelog.storage.config import LogConfig, LogConfigError
@@ -210,11 +204,8 @@ async def _alter_topic(broker, name: str, plan: Planner, validate_only: bool) ->
     current = await _zk(broker.zk.entity_config, "topics", name)
     new = plan(TOPIC, current)
     try:
-        LogConfig.from_properties(new, base=broker.config.log_config())
-        for key in (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS):
-            if key in new:
-                parse_throttled_replicas(key, new[key])
-    except (LogConfigError, ThrottledReplicasError) as error:
+        validate_topic_config(new, broker.config.log_config())
+    except LogConfigError as error:
         raise ConfigRequestError(
             ErrorCode.INVALID_CONFIG,
             f"Invalid config value for resource {resource_text(TOPIC, name)}: {error}",

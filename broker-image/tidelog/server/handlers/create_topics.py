@@ -7,8 +7,9 @@ from tidelog.controller.zk_client import TopicExistsError
 from tidelog.controller.zk_data import TopicAssignment, new_uuid
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
+from tidelog.server.handlers.config_resources import validate_topic_config
 from tidelog.server.topic_names import topic_name_error
-from tidelog.storage.config import LogConfig, LogConfigError
+from tidelog.storage.config import LogConfigError
 
 __all__ = ["handle_create_topics", "plan_topic"]
 
@@ -29,7 +30,7 @@ def plan_topic(broker, name, partitions, replication_factor, assignments, config
     if name in broker.metadata.topics:
         raise TopicRequestError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic '{name}' already exists.")
     try:
-        LogConfig.from_properties(configs, base=broker.config.log_config())
+        validate_topic_config(configs, broker.config.log_config())
     except LogConfigError as error:
         raise TopicRequestError(ErrorCode.INVALID_CONFIG, str(error)) from None
     live = sorted(broker.metadata.brokers)
