@@ -1,4 +1,11 @@
-"""Per-log configuration: Kafka's topic-level keys, their defaults, and their parsing."""
+"""Per-log configuration: Kafka's topic-level keys, their defaults, and their parsing.
+
+A LogConfig holds values already checked where they came in: a topic's overrides by
+:meth:`LogConfig.from_properties` (Kafka's topic validation), the broker's defaults by
+:class:`tidelog.server.config.BrokerConfig` (Kafka's broker validation, which lets
+through some values a topic may not have, such as ``log.flush.interval.ms=-1``).
+Constructing one directly checks nothing.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +13,28 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tidelog.storage.config_values import (
+    LogConfigError,
+    Validator,
+    at_least,
+    each_one_of,
+    invalid,
+    one_of,
+    parse_value,
+)
 from tidelog.storage.metadata_version import parse_metadata_version
 
-__all__ = ["LogConfig", "LogConfigError"]
+__all__ = [
+    "INDEX_BYTES_MIN",
+    "TOPIC_VALIDATION",
+    "LogConfig",
+    "LogConfigError",
+    "gzip_level",
+    "message_format_version",
+]
 
 _WEEK_MS = 7 * 24 * 60 * 60 * 1000
 _LONG_MAX = 2**63 - 1
-_INT_MAX = 2**31 - 1
-
-
-class LogConfigError(ValueError):
-    """A topic or broker setting that cannot be used (Kafka: INVALID_CONFIG)."""
-
-    error_code = 40
 
 
 @dataclass(frozen=True)
@@ -64,65 +80,11 @@ class LogConfig:
     local_retention_ms: int = -2
     local_retention_bytes: int = -2
     remote_storage_enable: bool = False
+    remote_log_copy_disable: bool = False
+    remote_log_delete_on_disable: bool = False
     # Deprecated (KIP-724): checked as Kafka 3.9 checks it (any version its MetadataVersion
     # parses, see metadata_version.py) and ignored, every log being record batch v2.
     message_format_version: str = "3.0-IV1"
-
-    def __post_init__(self) -> None:
-        if not 14 <= self.segment_bytes <= _INT_MAX:
-            raise LogConfigError(
-                f"segment.bytes must be between 14 and {_INT_MAX}, got {self.segment_bytes}"
-            )
-        for key, value, low, high in (
-            # Kafka's ConfigDef bounds: a value outside them must never reach a log.
-            ("segment.index.bytes", self.segment_index_bytes, 12, _INT_MAX),
-            ("index.interval.bytes", self.index_interval_bytes, 0, _INT_MAX),
-            ("segment.ms", self.segment_ms, 1, _LONG_MAX),
-            ("segment.jitter.ms", self.segment_jitter_ms, 0, _LONG_MAX),
-            ("max.message.bytes", self.max_message_bytes, 0, _INT_MAX),
-            ("retention.ms", self.retention_ms, -1, _LONG_MAX),
-            ("retention.bytes", self.retention_bytes, -1, _LONG_MAX),
-            ("min.compaction.lag.ms", self.min_compaction_lag_ms, 0, _LONG_MAX),
-            ("max.compaction.lag.ms", self.max_compaction_lag_ms, 1, _LONG_MAX),
-            ("delete.retention.ms", self.delete_retention_ms, 0, _LONG_MAX),
-            ("file.delete.delay.ms", self.file_delete_delay_ms, 0, _LONG_MAX),
-            ("flush.messages", self.flush_messages, 1, _LONG_MAX),
-            ("flush.ms", self.flush_ms, 0, _LONG_MAX),
-            ("min.insync.replicas", self.min_insync_replicas, 1, _INT_MAX),
-            ("compression.lz4.level", self.compression_lz4_level, 1, 17),
-            ("compression.zstd.level", self.compression_zstd_level, -131072, 22),
-            ("local.retention.ms", self.local_retention_ms, -2, _LONG_MAX),
-            ("local.retention.bytes", self.local_retention_bytes, -2, _LONG_MAX),
-        ):
-            if not low <= value <= high:
-                raise LogConfigError(f"{key} must be between {low} and {high}, got {value}")
-        unknown = set(self.cleanup_policy) - {"delete", "compact"}
-        if unknown or not self.cleanup_policy:
-            raise LogConfigError(f"cleanup.policy must be delete and/or compact, got {unknown}")
-        if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
-            raise LogConfigError("min.cleanable.dirty.ratio must be between 0 and 1")
-        if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
-            raise LogConfigError("message.timestamp.type must be CreateTime or LogAppendTime")
-        if self.compression_gzip_level != -1 and not 1 <= self.compression_gzip_level <= 9:
-            raise LogConfigError(
-                f"compression.gzip.level must be -1 or between 1 and 9, "
-                f"got {self.compression_gzip_level}"
-            )
-        if self.remote_storage_enable:
-            raise LogConfigError(
-                "remote.storage.enable: tiered storage is not available on these brokers "
-                "(remote.log.storage.system.enable is false)"
-            )
-        try:
-            parse_metadata_version(self.message_format_version)
-        except ValueError as error:
-            raise LogConfigError(
-                f"Invalid value {self.message_format_version} for configuration "
-                f"message.format.version: {error}"
-            ) from None
-        codecs = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
-        if self.compression_type not in codecs:
-            raise LogConfigError(f"compression.type must be one of {', '.join(codecs)}")
 
     def compression_level(self, codec: str) -> int | None:
         """The level this log compresses ``codec`` (a Kafka codec name) with, or None
@@ -139,30 +101,107 @@ class LogConfig:
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str], base: LogConfig | None = None):
-        """Build from Kafka-named keys (``segment.bytes``...) over ``base``; unknown keys fail."""
-        fields = {field.name: field for field in dataclasses.fields(cls)}
+        """Build from Kafka-named keys (``segment.bytes``...) over ``base``, checked as
+        Kafka 3.9's ``LogConfig.validate`` checks them: each value parsed by its key's type
+        and passed through its key's validator (see :data:`TOPIC_VALIDATION`), then the
+        set as a whole; an unknown key or a refused value raises LogConfigError."""
         values = {}
         for key, raw in properties.items():
-            name = key.replace(".", "_")
-            if name not in fields:
+            spec = TOPIC_VALIDATION.get(key)
+            if spec is None:
                 raise LogConfigError(f"unknown topic config {key!r}")
-            values[name] = _parse(key, fields[name].type, raw)
-        return dataclasses.replace(base or cls(), **values)
+            kind, validator = spec
+            value = parse_value(key, kind, raw)
+            if validator is not None:
+                validator(key, value)
+            values[key.replace(".", "_")] = tuple(value) if kind == "list" else value
+        config = dataclasses.replace(base or cls(), **values)
+        if config.min_compaction_lag_ms > config.max_compaction_lag_ms:
+            raise LogConfigError(
+                f"Invalid value {config.min_compaction_lag_ms} for configuration "
+                f"min.compaction.lag.ms: conflicts with max.compaction.lag.ms "
+                f"{config.max_compaction_lag_ms}"
+            )
+        return config
 
 
-def _parse(key: str, kind: str, raw: str):
-    text = str(raw).strip()
-    if kind == "bool":
-        if text.lower() not in ("true", "false"):
-            raise LogConfigError(f"{key}: {raw!r} is not true or false")
-        return text.lower() == "true"
+def gzip_level(key: str, value) -> None:
+    """Kafka's validator of compression.gzip.level: -1 (zlib's default) or 1 to 9."""
+    if value != -1 and not 1 <= value <= 9:
+        raise invalid(key, value, "Value must be -1 or between 1 and 9")
+
+
+def message_format_version(key: str, value) -> None:
+    """Kafka's MetadataVersionValidator."""
     try:
-        if kind == "int":
-            return int(text)
-        if kind == "float":
-            return float(text)
-    except ValueError:
-        raise LogConfigError(f"{key}: {raw!r} is not a {kind}") from None
-    if kind.startswith("tuple"):
-        return tuple(part.strip() for part in text.split(",") if part.strip())
-    return text
+        parse_metadata_version(value)
+    except ValueError as error:
+        raise invalid(key, value, str(error)) from None
+
+
+def _remote_storage_disabled(key: str, value) -> None:
+    if value:
+        raise invalid(
+            key,
+            value,
+            "tiered storage is not available on these brokers "
+            "(remote.log.storage.system.enable is false)",
+        )
+
+
+def _not_under_zookeeper(key: str, value) -> None:
+    if value:
+        raise invalid(key, value, "it cannot be set on brokers run with ZooKeeper")
+
+
+# Kafka's validator takes segment.index.bytes from 4, but its log then cannot open a
+# segment below 12 (one time-index entry); refused here when it is set.
+INDEX_BYTES_MIN = 12
+
+_LONG = ("long", None)
+_BOOLEAN = ("boolean", None)
+
+# Kafka 3.9's LogConfig ConfigDef: each topic key's type and validator. The
+# throttled-replicas lists are strings here; their entries are checked by the server
+# (tidelog.server.handlers.config_resources.validate_topic_config), beside the quotas.
+TOPIC_VALIDATION: dict[str, tuple[str, Validator | None]] = {
+    "cleanup.policy": ("list", each_one_of("compact", "delete")),
+    "compression.gzip.level": ("int", gzip_level),
+    "compression.lz4.level": ("int", at_least(1, 17)),
+    "compression.type": (
+        "string",
+        one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+    ),
+    "compression.zstd.level": ("int", at_least(-131072, 22)),
+    "delete.retention.ms": ("long", at_least(0)),
+    "file.delete.delay.ms": ("long", at_least(0)),
+    "flush.messages": ("long", at_least(1)),
+    "flush.ms": ("long", at_least(0)),
+    "follower.replication.throttled.replicas": ("string", None),
+    "index.interval.bytes": ("int", at_least(0)),
+    "leader.replication.throttled.replicas": ("string", None),
+    "local.retention.bytes": ("long", at_least(-2)),
+    "local.retention.ms": ("long", at_least(-2)),
+    "max.compaction.lag.ms": ("long", at_least(1)),
+    "max.message.bytes": ("int", at_least(0)),
+    "message.downconversion.enable": _BOOLEAN,
+    "message.format.version": ("string", message_format_version),
+    "message.timestamp.after.max.ms": ("long", at_least(0)),
+    "message.timestamp.before.max.ms": ("long", at_least(0)),
+    "message.timestamp.difference.max.ms": ("long", at_least(0)),
+    "message.timestamp.type": ("string", one_of("CreateTime", "LogAppendTime")),
+    "min.cleanable.dirty.ratio": ("double", at_least(0, 1)),
+    "min.compaction.lag.ms": ("long", at_least(0)),
+    "min.insync.replicas": ("int", at_least(1)),
+    "preallocate": _BOOLEAN,
+    "remote.log.copy.disable": ("boolean", _not_under_zookeeper),
+    "remote.log.delete.on.disable": ("boolean", _not_under_zookeeper),
+    "remote.storage.enable": ("boolean", _remote_storage_disabled),
+    "retention.bytes": _LONG,
+    "retention.ms": ("long", at_least(-1)),
+    "segment.bytes": ("int", at_least(14)),
+    "segment.index.bytes": ("int", at_least(INDEX_BYTES_MIN)),
+    "segment.jitter.ms": ("long", at_least(0)),
+    "segment.ms": ("long", at_least(1)),
+    "unclean.leader.election.enable": _BOOLEAN,
+}

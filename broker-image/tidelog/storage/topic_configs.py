@@ -58,6 +58,14 @@ TOPIC_CONFIGS: dict[str, TopicKey] = {
         "log.message.format.version",
         "Deprecated: ignored, every log is record batch v2 (old formats are converted).",
     ),
+    "remote.log.copy.disable": TopicKey(
+        _T.BOOLEAN, None, "Tiered storage: stop copying to the remote tier; no remote tier here."
+    ),
+    "remote.log.delete.on.disable": TopicKey(
+        _T.BOOLEAN,
+        None,
+        "Tiered storage: delete remote data when it is turned off; no remote tier here.",
+    ),
     "remote.storage.enable": TopicKey(
         _T.BOOLEAN, None, "Tiered storage for the topic: not available on these brokers."
     ),
