@@ -27,7 +27,14 @@ from pathlib import Path
 
 from tidelog.protocol.admin_enums import ConfigSource
 from tidelog.server.properties import parse_properties
-from tidelog.storage.config import LogConfig, LogConfigError
+from tidelog.storage.config import (
+    INDEX_BYTES_MIN,
+    LogConfig,
+    LogConfigError,
+    gzip_level,
+    message_format_version,
+)
+from tidelog.storage.config_values import Validator, at_least, each_one_of, one_of, parse_value
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -57,35 +64,28 @@ class Scope(enum.Enum):
 @dataclass(frozen=True)
 class ConfigKey:
     name: str
-    type: str  # int, long, double, boolean, string, list, password
+    type: str  # short, int, long, double, boolean, string, list, password
     default: object
     scope: Scope = Scope.READ_ONLY
     doc: str = ""
+    validator: Validator | None = None  # Kafka's, beside its type
 
     @property
     def sensitive(self) -> bool:
         return self.type == "password"
 
     def parse(self, raw: object) -> object:
+        """``raw`` read as Kafka's ConfigDef reads this key (see
+        :mod:`tidelog.storage.config_values`) and checked by its validator."""
         if raw is None:
             return None
-        if not isinstance(raw, str):
-            return raw
-        text = raw.strip()
         try:
-            if self.type in ("int", "long"):
-                return int(text)
-            if self.type == "double":
-                return float(text)
-        except ValueError:
-            raise ConfigError(f"{self.name}: {raw!r} is not a valid {self.type}") from None
-        if self.type == "boolean":
-            if text.lower() not in ("true", "false"):
-                raise ConfigError(f"{self.name}: {raw!r} is not true or false")
-            return text.lower() == "true"
-        if self.type == "list":
-            return [part.strip() for part in text.split(",") if part.strip()]
-        return text
+            value = parse_value(self.name, self.type, raw)
+            if self.validator is not None:
+                self.validator(self.name, value)
+        except LogConfigError as error:
+            raise ConfigError(str(error)) from None
+        return value
 
 
 def _keys(*keys: ConfigKey) -> dict[str, ConfigKey]:
@@ -119,12 +119,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = _keys(
         doc="Log directories (of log.dirs) to empty: they take no new partition and the "
         "broker moves their replicas to its other directories.",
     ),
-    ConfigKey("num.partitions", "int", 1),
+    ConfigKey("num.partitions", "int", 1, validator=at_least(1)),
     ConfigKey("default.replication.factor", "int", 1),
     ConfigKey("auto.create.topics.enable", "boolean", True),
     ConfigKey("delete.topic.enable", "boolean", True),
-    ConfigKey("message.max.bytes", "int", 1048588, _C),
-    ConfigKey("socket.request.max.bytes", "int", 104857600),
+    ConfigKey("message.max.bytes", "int", 1048588, _C, validator=at_least(0)),
+    ConfigKey("socket.request.max.bytes", "int", 104857600, validator=at_least(1)),
     ConfigKey("socket.send.buffer.bytes", "int", 102400),
     ConfigKey("socket.receive.buffer.bytes", "int", 102400),
     ConfigKey("socket.connection.setup.timeout.ms", "long", 10000),
@@ -134,103 +134,130 @@ BROKER_CONFIGS: dict[str, ConfigKey] = _keys(
         "int",
         500,
         doc="How long the network loop polls for more work before it sleeps; 0: never.",
+        validator=at_least(0),
     ),
-    ConfigKey("num.network.threads", "int", 3, _C),
-    ConfigKey("num.io.threads", "int", 8, _C),
-    ConfigKey("num.recovery.threads.per.data.dir", "int", 1, _C),
-    ConfigKey("queued.max.requests", "int", 500),
+    ConfigKey("num.network.threads", "int", 3, _C, validator=at_least(1)),
+    ConfigKey("num.io.threads", "int", 8, _C, validator=at_least(1)),
+    ConfigKey("num.recovery.threads.per.data.dir", "int", 1, _C, validator=at_least(1)),
+    ConfigKey("queued.max.requests", "int", 500, validator=at_least(1)),
     ConfigKey("request.timeout.ms", "int", 30000),
-    ConfigKey("fetch.max.bytes", "int", 57671680),
+    ConfigKey("fetch.max.bytes", "int", 57671680, validator=at_least(1024)),
     ConfigKey(
         "max.incremental.fetch.session.cache.slots",
         "int",
         1000,
         doc="How many incremental fetch sessions (KIP-227) the broker keeps; 0: none.",
+        validator=at_least(0),
     ),
-    ConfigKey("log.segment.bytes", "int", 1024 * 1024 * 1024, _C),
+    ConfigKey("log.segment.bytes", "int", 1024 * 1024 * 1024, _C, validator=at_least(14)),
     ConfigKey("log.roll.ms", "long", None, _C),
-    ConfigKey("log.roll.hours", "int", 168),
+    ConfigKey("log.roll.hours", "int", 168, validator=at_least(1)),
     ConfigKey("log.roll.jitter.ms", "long", None, _C),
-    ConfigKey("log.roll.jitter.hours", "int", 0),
-    ConfigKey("log.index.size.max.bytes", "int", 10 * 1024 * 1024, _C),
-    ConfigKey("log.index.interval.bytes", "int", 4096, _C),
+    ConfigKey("log.roll.jitter.hours", "int", 0, validator=at_least(0)),
+    ConfigKey(
+        "log.index.size.max.bytes", "int", 10 * 1024 * 1024, _C, validator=at_least(INDEX_BYTES_MIN)
+    ),
+    ConfigKey("log.index.interval.bytes", "int", 4096, _C, validator=at_least(0)),
     ConfigKey("log.retention.ms", "long", None, _C),
     ConfigKey("log.retention.minutes", "int", None),
     ConfigKey("log.retention.hours", "int", 168),
     ConfigKey("log.retention.bytes", "long", -1, _C),
-    ConfigKey("log.retention.check.interval.ms", "long", 300000),
-    ConfigKey("log.cleanup.policy", "list", ["delete"], _C),
-    ConfigKey("log.segment.delete.delay.ms", "long", 60000, _C),
-    ConfigKey("log.flush.interval.messages", "long", _LONG_MAX, _C),
+    ConfigKey("log.retention.check.interval.ms", "long", 300000, validator=at_least(1)),
+    ConfigKey(
+        "log.cleanup.policy", "list", ["delete"], _C, validator=each_one_of("compact", "delete")
+    ),
+    ConfigKey("log.segment.delete.delay.ms", "long", 60000, _C, validator=at_least(0)),
+    ConfigKey("log.flush.interval.messages", "long", _LONG_MAX, _C, validator=at_least(1)),
     ConfigKey("log.flush.interval.ms", "long", None, _C),
     ConfigKey("log.flush.scheduler.interval.ms", "long", _LONG_MAX),
-    ConfigKey("log.flush.offset.checkpoint.interval.ms", "int", 60000),
-    ConfigKey("log.flush.start.offset.checkpoint.interval.ms", "int", 60000),
+    ConfigKey("log.flush.offset.checkpoint.interval.ms", "int", 60000, validator=at_least(0)),
+    ConfigKey("log.flush.start.offset.checkpoint.interval.ms", "int", 60000, validator=at_least(0)),
     ConfigKey("log.preallocate", "boolean", False, _C),
-    ConfigKey("log.message.timestamp.type", "string", "CreateTime", _C),
-    ConfigKey("log.message.timestamp.difference.max.ms", "long", _LONG_MAX, _C),
+    ConfigKey(
+        "log.message.timestamp.type",
+        "string",
+        "CreateTime",
+        _C,
+        validator=one_of("CreateTime", "LogAppendTime"),
+    ),
+    ConfigKey(
+        "log.message.timestamp.difference.max.ms", "long", _LONG_MAX, _C, validator=at_least(0)
+    ),
     ConfigKey("log.message.downconversion.enable", "boolean", True, _C),
     ConfigKey("log.cleaner.enable", "boolean", True),
-    ConfigKey("log.cleaner.threads", "int", 1, _C),
+    ConfigKey("log.cleaner.threads", "int", 1, _C, validator=at_least(0)),
     ConfigKey("log.cleaner.dedupe.buffer.size", "long", 128 * 1024 * 1024, _C),
-    ConfigKey("log.cleaner.io.buffer.size", "int", 512 * 1024, _C),
+    ConfigKey("log.cleaner.io.buffer.size", "int", 512 * 1024, _C, validator=at_least(0)),
     ConfigKey("log.cleaner.io.buffer.load.factor", "double", 0.9, _C),
-    ConfigKey("log.cleaner.backoff.ms", "long", 15000, _C),
-    ConfigKey("log.cleaner.min.cleanable.ratio", "double", 0.5, _C),
-    ConfigKey("log.cleaner.min.compaction.lag.ms", "long", 0, _C),
-    ConfigKey("log.cleaner.max.compaction.lag.ms", "long", _LONG_MAX, _C),
-    ConfigKey("log.cleaner.delete.retention.ms", "long", 24 * _HOUR_MS, _C),
-    ConfigKey("compression.type", "string", "producer", _C),
-    ConfigKey("compression.gzip.level", "int", -1, _C),
-    ConfigKey("compression.lz4.level", "int", 9, _C),
-    ConfigKey("compression.zstd.level", "int", 3, _C),
-    ConfigKey("log.local.retention.ms", "long", -2, _C),
-    ConfigKey("log.local.retention.bytes", "long", -2, _C),
+    ConfigKey("log.cleaner.backoff.ms", "long", 15000, _C, validator=at_least(0)),
+    ConfigKey("log.cleaner.min.cleanable.ratio", "double", 0.5, _C, validator=at_least(0, 1)),
+    ConfigKey("log.cleaner.min.compaction.lag.ms", "long", 0, _C, validator=at_least(0)),
+    ConfigKey("log.cleaner.max.compaction.lag.ms", "long", _LONG_MAX, _C, validator=at_least(1)),
+    ConfigKey("log.cleaner.delete.retention.ms", "long", 24 * _HOUR_MS, _C, validator=at_least(0)),
+    ConfigKey(
+        "compression.type",
+        "string",
+        "producer",
+        _C,
+        validator=one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+    ),
+    ConfigKey("compression.gzip.level", "int", -1, _C, validator=gzip_level),
+    ConfigKey("compression.lz4.level", "int", 9, _C, validator=at_least(1, 17)),
+    ConfigKey("compression.zstd.level", "int", 3, _C, validator=at_least(-131072, 22)),
+    ConfigKey("log.local.retention.ms", "long", -2, _C, validator=at_least(-2)),
+    ConfigKey("log.local.retention.bytes", "long", -2, _C, validator=at_least(-2)),
     ConfigKey("remote.log.storage.system.enable", "boolean", False),
     ConfigKey(
         "log.message.format.version",
         "string",
         "3.0-IV1",
         doc="Deprecated (KIP-724): ignored, every log is record batch v2.",
+        validator=message_format_version,
     ),
-    ConfigKey("min.insync.replicas", "int", 1, _C),
+    ConfigKey("min.insync.replicas", "int", 1, _C, validator=at_least(1)),
     ConfigKey("unclean.leader.election.enable", "boolean", False, _C),
-    ConfigKey("offsets.topic.num.partitions", "int", 50),
-    ConfigKey("offsets.topic.replication.factor", "int", 3),
-    ConfigKey("offsets.topic.segment.bytes", "int", 100 * 1024 * 1024),
-    ConfigKey("offsets.retention.minutes", "int", 7 * 24 * 60),
-    ConfigKey("offsets.retention.check.interval.ms", "long", 600000),
-    ConfigKey("offsets.commit.timeout.ms", "int", 5000),
+    ConfigKey("offsets.topic.num.partitions", "int", 50, validator=at_least(1)),
+    ConfigKey("offsets.topic.replication.factor", "short", 3, validator=at_least(1)),
+    ConfigKey("offsets.topic.segment.bytes", "int", 100 * 1024 * 1024, validator=at_least(1)),
+    ConfigKey("offsets.retention.minutes", "int", 7 * 24 * 60, validator=at_least(1)),
+    ConfigKey("offsets.retention.check.interval.ms", "long", 600000, validator=at_least(1)),
+    ConfigKey("offsets.commit.timeout.ms", "int", 5000, validator=at_least(1)),
     ConfigKey("offset.metadata.max.bytes", "int", 4096),
-    ConfigKey("group.max.size", "int", 2**31 - 1),
+    ConfigKey("group.max.size", "int", 2**31 - 1, validator=at_least(1)),
     ConfigKey("group.initial.rebalance.delay.ms", "int", 3000),
     ConfigKey("group.min.session.timeout.ms", "int", 6000),
     ConfigKey("group.max.session.timeout.ms", "int", 1800000),
-    ConfigKey("transaction.state.log.num.partitions", "int", 50),
-    ConfigKey("transaction.state.log.replication.factor", "int", 3),
-    ConfigKey("transaction.state.log.min.isr", "int", 2),
-    ConfigKey("producer.id.expiration.ms", "int", 86400000, _C),
+    ConfigKey("transaction.state.log.num.partitions", "int", 50, validator=at_least(1)),
+    ConfigKey("transaction.state.log.replication.factor", "short", 3, validator=at_least(1)),
+    ConfigKey("transaction.state.log.min.isr", "int", 2, validator=at_least(1)),
+    ConfigKey("producer.id.expiration.ms", "int", 86400000, _C, validator=at_least(1)),
     ConfigKey("controlled.shutdown.enable", "boolean", True),
     ConfigKey("controlled.shutdown.max.retries", "int", 3),
     ConfigKey("controlled.shutdown.retry.backoff.ms", "long", 5000),
     ConfigKey("controller.socket.timeout.ms", "int", 30000),
     ConfigKey("replica.lag.time.max.ms", "long", 30000),
     ConfigKey("num.replica.fetchers", "int", 1, _C),
-    ConfigKey("replica.fetch.max.bytes", "int", 1048576),
+    ConfigKey("replica.fetch.max.bytes", "int", 1048576, validator=at_least(0)),
     ConfigKey("replica.fetch.wait.max.ms", "int", 500),
     ConfigKey("replica.fetch.min.bytes", "int", 1),
-    ConfigKey("replica.fetch.response.max.bytes", "int", 10485760),
-    ConfigKey("replica.fetch.backoff.ms", "int", 1000),
+    ConfigKey("replica.fetch.response.max.bytes", "int", 10485760, validator=at_least(0)),
+    ConfigKey("replica.fetch.backoff.ms", "int", 1000, validator=at_least(0)),
     ConfigKey("replica.socket.timeout.ms", "int", 30000),
     ConfigKey("replica.high.watermark.checkpoint.interval.ms", "long", 5000),
     ConfigKey("auto.leader.rebalance.enable", "boolean", True),
-    ConfigKey("leader.imbalance.check.interval.seconds", "long", 300),
+    ConfigKey("leader.imbalance.check.interval.seconds", "long", 300, validator=at_least(1)),
     ConfigKey("leader.imbalance.per.broker.percentage", "int", 10),
-    ConfigKey("leader.replication.throttled.rate", "long", _LONG_MAX, _P),
-    ConfigKey("follower.replication.throttled.rate", "long", _LONG_MAX, _P),
-    ConfigKey("replica.alter.log.dirs.io.max.bytes.per.second", "long", _LONG_MAX, _P),
-    ConfigKey("replication.quota.window.num", "int", 11),
-    ConfigKey("replication.quota.window.size.seconds", "int", 1),
+    ConfigKey("leader.replication.throttled.rate", "long", _LONG_MAX, _P, validator=at_least(0)),
+    ConfigKey("follower.replication.throttled.rate", "long", _LONG_MAX, _P, validator=at_least(0)),
+    ConfigKey(
+        "replica.alter.log.dirs.io.max.bytes.per.second",
+        "long",
+        _LONG_MAX,
+        _P,
+        validator=at_least(0),
+    ),
+    ConfigKey("replication.quota.window.num", "int", 11, validator=at_least(1)),
+    ConfigKey("replication.quota.window.size.seconds", "int", 1, validator=at_least(1)),
     ConfigKey("ssl.keystore.password", "password", None, _P),
     ConfigKey("ssl.key.password", "password", None, _P),
     ConfigKey("ssl.truststore.password", "password", None, _P),
@@ -265,16 +292,10 @@ _LOG_CONFIG_SOURCES = {
     "preallocate": "log.preallocate",
 }
 
-# Kafka's ConfigDef lower bounds of the replication quota keys.
-_LOWER_BOUNDS = {
-    "leader.replication.throttled.rate": 0,
-    "follower.replication.throttled.rate": 0,
-    "replica.alter.log.dirs.io.max.bytes.per.second": 0,
-    "replication.quota.window.num": 1,
-    "replication.quota.window.size.seconds": 1,
-    "max.incremental.fetch.session.cache.slots": 0,
-    "socket.idle.poll.us": 0,
-}
+# Kafka's values of two keys tidelog does not have, which KafkaConfig checks others against.
+_RESERVED_BROKER_MAX_ID = 1000  # reserved.broker.max.id
+_FAILED_AUTHENTICATION_DELAY_MS = 100  # connection.failed.authentication.delay.ms
+_MIB = 1024 * 1024
 
 
 def read_properties_file(path: Path | str) -> dict[str, str]:
@@ -388,11 +409,13 @@ class BrokerConfig:
 
     @property
     def log_retention_ms(self) -> int:
-        return self._first_set_ms(
+        """As Kafka reads it: the first of the three keys set; any negative is -1."""
+        retention = self._first_set_ms(
             ("log.retention.ms", 1),
             ("log.retention.minutes", 60_000),
             ("log.retention.hours", _HOUR_MS),
         )
+        return max(retention, -1)
 
     @property
     def log_roll_ms(self) -> int:
@@ -413,10 +436,7 @@ class BrokerConfig:
         values["flush_ms"] = (
             flush_ms if flush_ms is not None else self["log.flush.scheduler.interval.ms"]
         )
-        try:
-            return LogConfig(**values)
-        except LogConfigError as error:
-            raise ConfigError(str(error)) from None
+        return LogConfig(**values)
 
     def _validate(self) -> None:
         if self["zookeeper.connect"] is None:
@@ -433,16 +453,74 @@ class BrokerConfig:
                     f"advertised.listeners cannot use the meta-address {host} ({name}); "
                     "set advertised.listeners, or leave the listener's host empty"
                 )
-        if self["message.max.bytes"] > self["socket.request.max.bytes"]:
-            raise ConfigError("message.max.bytes cannot exceed socket.request.max.bytes")
-        for key, low in _LOWER_BOUNDS.items():
-            if self[key] < low:
-                raise ConfigError(f"{key} must be at least {low}, got {self[key]}")
+        self._check_as_kafka_config()
         known = {d.resolve() for d in self.log_dirs}
         for directory in self["log.dirs.draining"]:
             if Path(directory).resolve() not in known:
                 raise ConfigError(f"log.dirs.draining: {directory} is not one of log.dirs")
-        self.log_config()
+
+    def _retention_key(self) -> str:
+        """The one of the three retention keys that sets log_retention_ms."""
+        for key in ("log.retention.ms", "log.retention.minutes"):
+            if self[key] is not None:
+                return key
+        return "log.retention.hours"
+
+    def _check_as_kafka_config(self) -> None:
+        """The checks of Kafka 3.9's KafkaConfig between keys (each key's own type and
+        range are checked as it is parsed): each problem names the key and its value."""
+        for key, value, problem in (
+            (
+                "broker.id",
+                self.broker_id,
+                not -1 <= self.broker_id <= _RESERVED_BROKER_MAX_ID,
+            ),
+            ("log.roll.ms", self.log_roll_ms, self.log_roll_ms < 1),
+            ("log.roll.jitter.ms", self.log_roll_jitter_ms, self.log_roll_jitter_ms < 0),
+            (self._retention_key(), self.log_retention_ms, self.log_retention_ms == 0),
+            (
+                "log.cleaner.dedupe.buffer.size",
+                self["log.cleaner.dedupe.buffer.size"],
+                self["log.cleaner.threads"] == 0
+                or self["log.cleaner.dedupe.buffer.size"] // self["log.cleaner.threads"] <= _MIB,
+            ),
+            (
+                "replica.socket.timeout.ms",
+                self["replica.socket.timeout.ms"],
+                self["replica.socket.timeout.ms"] < self["replica.fetch.wait.max.ms"],
+            ),
+            (
+                "replica.fetch.wait.max.ms",
+                self["replica.fetch.wait.max.ms"],
+                self["replica.fetch.wait.max.ms"] > self["replica.lag.time.max.ms"],
+            ),
+            (
+                "connections.max.idle.ms",
+                self["connections.max.idle.ms"],
+                0 <= self["connections.max.idle.ms"] <= _FAILED_AUTHENTICATION_DELAY_MS,
+            ),
+        ):
+            if problem:
+                raise ConfigError(
+                    f"Invalid value {value} for configuration {key}: {_KAFKA_RULES[key]}"
+                )
+
+
+_KAFKA_RULES = {
+    "broker.id": f"must be at least -1 and at most {_RESERVED_BROKER_MAX_ID} "
+    "(reserved.broker.max.id)",
+    "log.roll.ms": "must be at least 1",
+    "log.roll.jitter.ms": "must be at least 0",
+    "log.retention.ms": "must be unlimited (-1) or at least 1",
+    "log.retention.minutes": "must be unlimited (-1) or at least 1 ms",
+    "log.retention.hours": "must be unlimited (-1) or at least 1 ms",
+    "log.cleaner.dedupe.buffer.size": "must be more than 1MB per cleaner thread "
+    "(log.cleaner.threads, at least 1)",
+    "replica.socket.timeout.ms": "must be at least replica.fetch.wait.max.ms",
+    "replica.fetch.wait.max.ms": "must be at most replica.lag.time.max.ms",
+    "connections.max.idle.ms": f"must be negative (no limit) or more than "
+    f"{_FAILED_AUTHENTICATION_DELAY_MS} (connection.failed.authentication.delay.ms)",
+}
 
 
 def _parse_listener(item: str) -> tuple[str, str, int]:

@@ -40,6 +40,7 @@ logger = logging.getLogger(__name__)
 DescribeConfigsResponse = response_class(ApiKey.DESCRIBE_CONFIGS)
 
 _BROKER_TYPES = {
+    "short": ConfigType.SHORT,
     "int": ConfigType.INT,
     "long": ConfigType.LONG,
     "double": ConfigType.DOUBLE,
