@@ -15,6 +15,12 @@ broker no longer has (removed after it was drained) is ignored with a warning.
 
 ``socket.idle.poll.us`` (tidelog's own, read-only): how long the event loop polls for
 more work before it sleeps (:mod:`tidelog.server.idle_poll`); 0 turns polling off.
+
+Values are read and checked as Kafka 3.9's KafkaConfig reads and checks them: each key by
+its ConfigDef type and validator (``ConfigKey.parse``), then Kafka's rules between keys
+(``_check_as_kafka_config``); tests/compat/test_config_parity.py holds it to Kafka's own
+answers. The module is a little over 500 lines because the table of every key is one
+piece, and its validators sit beside each key.
 """
 
 from __future__ import annotations
