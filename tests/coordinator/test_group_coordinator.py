@@ -5,7 +5,8 @@ with a real ``LogManager`` and ``ReplicaManager``, leads ``__consumer_offsets`` 
 Session and rebalance timers run on the event loop; the timeouts here are short, and
 the tests wait for what must happen, never assert how fast it happened. Wall time, which
 offset retention counts in, is the coordinator's ``clock_ms``: a :class:`Clock` a test can
-move forward.
+move forward. A test that must tell "before a timer" from "after it" schedules the
+coordinator's timers on :class:`HandTimers`, which fire only when the test moves them on.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import asyncio
 import struct
 import time
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +85,48 @@ class Clock:
 
 
 @dataclass
+class HandTimer:
+    """A timer of :class:`HandTimers`: what ``loop.call_later`` returns, as far as the
+    coordinator uses it."""
+
+    due: float
+    callback: Callable[..., object]
+    args: tuple
+    cancelled: bool = False
+
+    def when(self) -> float:
+        return self.due
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class HandTimers:
+    """The coordinator's timer scheduler (``GroupCoordinator(scheduler=...)``), moved
+    forward only by :meth:`advance`: a timer fires when the test says its time came,
+    however long the event loop took meanwhile."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._pending: list[HandTimer] = []
+
+    def call_later(self, delay: float, callback, *args) -> HandTimer:
+        timer = HandTimer(self.now + delay, callback, args)
+        self._pending.append(timer)
+        return timer
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock on by ``seconds``, firing each timer due by then in the order
+        they fall due (a timer that a callback schedules fires too, if due)."""
+        self.now += seconds
+        while due := [t for t in self._pending if not t.cancelled and t.due <= self.now]:
+            timer = min(due, key=HandTimer.when)
+            self._pending.remove(timer)
+            timer.callback(*timer.args)
+        self._pending = [t for t in self._pending if not t.cancelled]
+
+
+@dataclass
 class Formed:
     """A group as a test formed it: its generation, leader and members (leader first)."""
 
@@ -97,10 +140,17 @@ class Broker:
     """Broker 1, alone in its cluster: leader of the ``__consumer_offsets`` partitions
     ``lead`` with ISR [1], and their group coordinator."""
 
-    def __init__(self, root: Path, config: CoordinatorConfig, lead: list[int]):
+    def __init__(
+        self,
+        root: Path,
+        config: CoordinatorConfig,
+        lead: list[int],
+        scheduler: HandTimers | None = None,
+    ):
         self.root = root
         self.config = config
         self.lead = lead
+        self.scheduler = scheduler  # None: the timers run on the event loop
         self.clock = Clock()
         self.leader_epoch = 0
 
@@ -113,7 +163,9 @@ class Broker:
         )
         self.logs.startup()
         self.replicas = ReplicaManager(1, self.logs)
-        self.coordinator = GroupCoordinator(self.replicas, self.config, clock_ms=self.clock)
+        self.coordinator = GroupCoordinator(
+            self.replicas, self.config, clock_ms=self.clock, scheduler=self.scheduler
+        )
         for partition in self.lead:
             error = self.replicas.become_leader_or_follower(
                 OFFSETS_TOPIC,
@@ -247,9 +299,16 @@ async def within(awaitable: Awaitable):
 
 @pytest.fixture
 def run(tmp_path):
-    """Run ``scenario(broker)`` on a fresh broker, on an event loop of its own."""
+    """Run ``scenario(broker)`` on a fresh broker, on an event loop of its own (its
+    coordinator's timers on ``scheduler``, if given, else on that loop)."""
 
-    def run(scenario, *, lead: list[int] | None = None, **settings) -> None:
+    def run(
+        scenario,
+        *,
+        lead: list[int] | None = None,
+        scheduler: HandTimers | None = None,
+        **settings,
+    ) -> None:
         config = CoordinatorConfig(
             **{
                 "num_partitions": NUM_PARTITIONS,
@@ -261,7 +320,10 @@ def run(tmp_path):
             }
         )
         broker = Broker(
-            tmp_path / "logs", config, list(range(NUM_PARTITIONS)) if lead is None else lead
+            tmp_path / "logs",
+            config,
+            list(range(NUM_PARTITIONS)) if lead is None else lead,
+            scheduler,
         )
 
         async def main() -> None:
@@ -482,7 +544,12 @@ def test_sync_gives_every_member_the_leaders_assignment_and_the_group_is_stable(
         assert broker.state("g") == S.COMPLETING_REBALANCE
         # The follower asks first: its answer waits for the leader's assignment.
         waiting = asyncio.create_task(broker.sync("g", 1, follower))
-        await asyncio.sleep(0.01)
+        _, group = broker.coordinator.describe("g")
+        await wait_until_async(
+            lambda: group.members[follower].awaiting_sync is not None,
+            "the follower's SyncGroup held",
+            WAIT_S,
+        )
         assert not waiting.done()
         mine = await within(broker.sync("g", 1, leader, None, {leader: b"L", follower: b"F"}))
         theirs = await within(waiting)
@@ -1160,29 +1227,40 @@ def test_a_loaded_member_that_sends_nothing_is_removed_at_its_session_timeout(ru
 def test_the_initial_rebalance_delay_gathers_members_that_join_during_it(run):
     """An Empty group's first rebalance waits group.initial.rebalance.delay.ms, longer
     while members keep coming (up to the rebalance timeout): members that join a little
-    apart still form one generation, which the all-joined check alone would not wait for."""
+    apart still form one generation, which the all-joined check alone would not wait for.
+    The coordinator's timers are the test's: a delay ends when the test moves them on."""
+    timers = HandTimers()
+    delay_s = 1.0
 
     async def scenario(broker: Broker) -> None:
         def members() -> int:
             _, group = broker.coordinator.describe("g")
             return 0 if group is None else len(group.members)
 
-        first = asyncio.create_task(broker.join("g"))
+        def still_joining() -> None:
+            assert broker.state("g") == S.PREPARING_REBALANCE
+            assert not any(task.done() for task in joins)
+
+        joins = [asyncio.create_task(broker.join("g"))]
         await wait_until_async(lambda: members() == 1, "the first member in g", WAIT_S)
-        second = asyncio.create_task(broker.join("g"))  # inside the first delay (1 s)
+        timers.advance(delay_s / 2)
+        joins.append(asyncio.create_task(broker.join("g")))  # inside the first delay
         await wait_until_async(lambda: members() == 2, "the second member in g", WAIT_S)
-        # The first delay ends having seen a member come: it adds another (and clears the
-        # mark), where it would otherwise have completed the join.
-        _, group = broker.coordinator.describe("g")
-        await wait_until_async(
-            lambda: not group.new_member_added, "the first delay over and extended", WAIT_S
-        )
-        assert broker.state("g") == S.PREPARING_REBALANCE and not first.done()
-        third = asyncio.create_task(broker.join("g"))  # inside the delay the first added
-        results = [await within(task) for task in (first, second, third)]
+        timers.advance(delay_s / 2)
+        # The first delay ended having seen a member come: it added another, where it
+        # would otherwise have completed the join.
+        still_joining()
+        joins.append(asyncio.create_task(broker.join("g")))  # inside the second delay
+        await wait_until_async(lambda: members() == 3, "the third member in g", WAIT_S)
+        timers.advance(delay_s)
+        still_joining()  # the second delay saw the third member come: a third delay
+        timers.advance(delay_s * 0.75)
+        still_joining()
+        timers.advance(delay_s * 0.25)  # the third delay over, nobody came: joined
+        results = [await within(task) for task in joins]
         assert {r.error for r in results} == {E.NONE}
         assert {r.generation for r in results} == {1}
         assert sum(1 for r in results if r.members) == 1  # the leader's answer
         assert len(next(r for r in results if r.members).members) == 3
 
-    run(scenario, initial_rebalance_delay_ms=1000)
+    run(scenario, scheduler=timers, initial_rebalance_delay_ms=int(delay_s * 1000))

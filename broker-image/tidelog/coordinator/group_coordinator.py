@@ -9,8 +9,9 @@ replays it (COORDINATOR_LOAD_IN_PROGRESS meanwhile); losing it drops its groups
 
 Everything runs on the event loop, so group state needs no lock; but a write to the
 offsets topic is awaited, and whatever follows it re-checks that the group is still in
-the generation and state it was in. Timers (``loop.call_later``) end sessions,
-rebalances, member-id reservations and the wait for SyncGroup.
+the generation and state it was in. Timers end sessions, rebalances, member-id
+reservations and the wait for SyncGroup; they are the event loop's ``call_later``, or a
+test's :class:`Scheduler` (the one seam through which a test drives them).
 
 This class holds the ownership of partitions, the admin calls and the writes; the
 members and rebalances are ``membership.py``, the committed offsets
@@ -29,6 +30,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from tidelog.coordinator.committed_offsets import OffsetsMixin
 from tidelog.coordinator.group import Group, GroupState, JoinResult, Member, SyncResult
@@ -48,6 +50,7 @@ __all__ = [
     "OFFSETS_TOPIC",
     "CoordinatorConfig",
     "GroupCoordinator",
+    "Scheduler",
     "java_string_hash",
     "partition_for",
 ]
@@ -119,6 +122,22 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+class Scheduler(Protocol):
+    """Test seam: what the coordinator's timers are scheduled on. Production passes
+    nothing and gets the running event loop's ``call_later``; a test passes a scheduler
+    it moves forward by hand, so that it can tell "before the timer" from "after it"
+    without waiting on the wall clock.
+
+    ``call_later(delay_s, callback, *args)`` calls ``callback(*args)`` once ``delay_s``
+    seconds have passed on the scheduler's clock and returns a handle with ``cancel()``
+    and ``when()`` (the time it fires), as ``asyncio.TimerHandle`` does. Session
+    deadlines are read off the running loop's clock (membership.py): with a scheduler
+    other than the loop, a session ends once its timer fired and that clock too has
+    passed its deadline."""
+
+    def call_later(self, delay: float, callback: Callable[..., object], *args: Any) -> Any: ...
+
+
 class GroupCoordinator(MembershipMixin, OffsetsMixin):
     def __init__(
         self,
@@ -126,10 +145,12 @@ class GroupCoordinator(MembershipMixin, OffsetsMixin):
         config: CoordinatorConfig,
         *,
         clock_ms: Callable[[], int] = _now_ms,
+        scheduler: Scheduler | None = None,
     ):
         self.replica_manager = replica_manager
         self.config = config
         self._clock_ms = clock_ms
+        self._scheduler = scheduler  # None: the running event loop
         self.groups: dict[str, Group] = {}
         # Offsets partitions this broker leads, and those of them loaded.
         self._owned: set[int] = set()
@@ -319,7 +340,8 @@ class GroupCoordinator(MembershipMixin, OffsetsMixin):
             del self._timers[key]
             callback(*args)
 
-        self._timers[key] = asyncio.get_running_loop().call_later(delay_ms / 1000, fire)
+        scheduler = asyncio.get_running_loop() if self._scheduler is None else self._scheduler
+        self._timers[key] = scheduler.call_later(delay_ms / 1000, fire)
 
     def _cancel(self, key) -> None:
         handle = self._timers.pop(key, None)
