@@ -5,8 +5,6 @@ only once per id."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from confluent_kafka import Consumer, Producer
 from kubernetes import client
@@ -253,6 +251,21 @@ def test_a_driver_pod_is_followed_as_it_runs_and_goes_and_a_reset_restarts_at_on
         job = f"bars-submit-{submission}"
         batch.delete_namespaced_job(job, ns, propagation_policy="Background")
 
+    producer = Producer({"bootstrap.servers": brokers.bootstrap})
+
+    def passes_after(pod: str, records: int) -> None:
+        """A pass of the group that began after now: one more record in ``ticks``, a
+        change of ``pod`` to bring a pass, and the status's lag counting ``records``
+        (a pass reads the lag after the pods)."""
+        producer.produce("ticks", b"tick", partition=0)
+        assert producer.flush(30) == 0
+        marked = {"metadata": {"annotations": {"tidelog.test/records": str(records)}}}
+        core.patch_namespaced_pod(pod, ns, marked)
+        wait_until(
+            lambda: group_object(kube_api, ns, "bars")["status"].get("totalLag") == records,
+            f"a pass reporting {records} records in ticks",
+        )
+
     def reasons() -> list[str]:
         found = core.list_namespaced_event(ns, field_selector="involvedObject.name=bars").items
         found.sort(key=lambda e: e.event_time or e.metadata.creation_timestamp)
@@ -270,7 +283,11 @@ def test_a_driver_pod_is_followed_as_it_runs_and_goes_and_a_reset_restarts_at_on
         # no failure, it is submitted again once gone
         core.delete_namespaced_pod("bars-driver-1", ns)
         core.patch_namespaced_pod_status("bars-driver-1", ns, {"status": {"phase": "Failed"}})
-        time.sleep(2)  # the passes of these changes see the pod as it is now (a pass: ~0.1 s)
+        # A pass must see the pod deleted and Failed before it goes. Passes of a group
+        # run one at a time, so the pass that reports the second record began after the
+        # one that reported the first had ended, itself after the Failed phase was set.
+        passes_after("bars-driver-1", 1)
+        passes_after("bars-driver-1", 2)
         core.patch_namespaced_pod("bars-driver-1", ns, {"metadata": {"finalizers": None}})
         again = wait_until(lambda: (a := application()).get("submission") == 2 and a, "again")
         assert again["state"] == "Submitted" and again["restarts"] == 1
