@@ -17,20 +17,24 @@ from kubernetes import client
 
 from integration.acked_writes import ContinuousProducer, assert_acknowledged_records_kept
 from integration.cluster import Cluster, wait_until
+from kube_operator.cluster_values import outcome
 from tidelog.admin import AdminClient
 from tidelog_operator import kube
 from tidelog_operator.builders.brokers import service_account, statefulset
-from tidelog_operator.cluster.disks import VolumeObservation
-from tidelog_operator.cluster.observe import volume_status
-from tidelog_operator.cluster.volume_moves import (
+from tidelog_operator.cluster.commands import Context, apply_statefulset, carry_out
+from tidelog_operator.cluster.disks import VolumeAction, VolumeObservation
+from tidelog_operator.cluster.snapshot import observe
+from tidelog_operator.cluster.status import cluster_status
+from tidelog_operator.cluster.volume_step import (
     VOLUMES,
-    apply_statefulset,
     removal_step,
-    volumes_once,
+    volume_step,
+    volumes_to_mount,
 )
 from tidelog_operator.spec import parse_cluster
 
 TOPIC = "orders"
+SELECTOR = "tidelog.dev/cluster=local,app.kubernetes.io/component=broker"
 
 
 def spec_with(volumes: list[int], namespace: str):
@@ -48,21 +52,48 @@ def spec_with(volumes: list[int], namespace: str):
     )
 
 
+def mark_ready(core: client.CoreV1Api, namespace: str) -> int:
+    """The brokers' pods that the StatefulSet made, marked running and ready as a
+    kubelet would (none runs here; the brokers themselves run outside); how many."""
+    pods = core.list_namespaced_pod(namespace, label_selector=SELECTOR).items
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for pod in pods:
+        if any(c.type == "Ready" for c in pod.status.conditions or []):
+            continue
+        core.patch_namespaced_pod_status(
+            pod.metadata.name,
+            namespace,
+            {
+                "status": {
+                    "phase": "Running",
+                    "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
+                    "containerStatuses": [
+                        {
+                            "name": "broker",
+                            "image": pod.spec.containers[0].image,
+                            "imageID": "",
+                            "ready": True,
+                            "started": True,
+                            "restartCount": 0,
+                            "state": {"running": {"startedAt": now}},
+                        }
+                    ],
+                }
+            },
+        )
+    return len(pods)
+
+
 def test_a_removed_volume_is_drained_then_unmounted_then_forgotten(
     tmp_path, zk_chroot, kube_api, kube_namespace
 ):
     before, after = spec_with([0, 1], kube_namespace), spec_with([0], kube_namespace)
     apps, core = client.AppsV1Api(kube_api), client.CoreV1Api(kube_api)
 
-    def apply(volumes) -> bool:
-        return apply_statefulset(kube_api, statefulset(replace(after, volumes=volumes), "hash"))
-
     kube.apply(kube_api, service_account(before))
-    assert apply_statefulset(kube_api, statefulset(before, "hash"))
-    selector = "tidelog.dev/cluster=local,app.kubernetes.io/component=broker"
+    assert apply_statefulset(kube_api, statefulset(before, "hash"), None)
     wait_until(
-        lambda: len(core.list_namespaced_pod(kube_namespace, label_selector=selector).items) == 3,
-        "the brokers' pods (Pending: no kubelet here)",
+        lambda: mark_ready(core, kube_namespace) == 3, "the brokers' pods (marked ready here)"
     )
     with Cluster(tmp_path, zk_chroot, size=3, first_id=0) as cluster:
         admin = AdminClient(cluster.bootstrap, timeout=10)
@@ -71,36 +102,45 @@ def test_a_removed_volume_is_drained_then_unmounted_then_forgotten(
         )
         held = _held_in(admin, "data-1")
         assert held > 0, "the placement put nothing in data-1"
+        context = Context(kube_api, kube_namespace, "local", lambda: admin)
         status: dict = {}
-        actions: list[str] = []
+        actions: list[VolumeAction] = []
 
         def step() -> str:
+            """One pass as far as volumes go: observe, the volume step, its commands, the
+            StatefulSet with the volumes it keeps (on the resourceVersion observed)."""
             nonlocal status
-            done = volumes_once(
-                admin,
-                kube_api,
-                after,
-                status,
-                brokers=3,
-                generation=1,
-                now=datetime.datetime.now(datetime.UTC),
-                apply=apply,
+            mark_ready(core, kube_namespace)
+            seen = observe(kube_api, after, lambda: admin, draining=lambda templates: True)
+            done = volume_step(
+                seen, after, status, generation=1, now=datetime.datetime.now(datetime.UTC)
             )
-            status = volume_status(status, done, generation=1, now="now")
+            for command in done.commands:
+                carry_out(command, context)
+            live = seen.statefulset
+            mount = volumes_to_mount(after, done.decision.mount, seen.known_volumes)
+            apply_statefulset(
+                kube_api,
+                statefulset(replace(after, volumes=mount), "hash"),
+                None if live is None or live.going else live.generation,
+            )
+            status = cluster_status(
+                status, seen, after, outcome(volumes=done), generation=1, now="now"
+            )
             actions.append(done.decision.action)
             return (status.get(VOLUMES) or {}).get("state", "")
 
         with ContinuousProducer(cluster.bootstrap, TOPIC, 12, per_second=200) as producer:
             producer.wait_for_more(500, "records before the removal")
             assert step() == "Draining"
-            assert actions == ["drain"]
+            assert actions == [VolumeAction.DRAIN]
             assert status[VOLUMES]["replicasLeft"] == held
             progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
             assert progressing["reason"] == "DrainingVolumes"
             for broker in cluster.brokers.values():
                 assert admin.draining_dirs(broker.broker_id) == {str(broker.log_dirs[1])}
             wait_until(lambda: step() == "Unmounted", "data-1 drained and unmounted", 120)
-            assert actions[-1] == "unmount"
+            assert actions[-1] is VolumeAction.UNMOUNT
             assert _held_in(admin, "data-1") == 0
             producer.wait_for_more(500, "records after the drain")
         assert_acknowledged_records_kept(cluster.bootstrap, producer, "after the drain")
@@ -114,10 +154,10 @@ def test_a_removed_volume_is_drained_then_unmounted_then_forgotten(
 
         wait_until(remade, "the StatefulSet made anew without data-1")
         assert step() == "Unmounted"  # the pods still mount it: the roller restarts them
-        assert actions[-1] == "none"
-        core.delete_collection_namespaced_pod(kube_namespace, label_selector=selector)
+        assert actions[-1] is VolumeAction.NONE
+        core.delete_collection_namespaced_pod(kube_namespace, label_selector=SELECTOR)
         wait_until(lambda: step() == "Done", "the removal done once no pod mounts it", 60)
-        assert actions[-1] == "clear"
+        assert actions[-1] is VolumeAction.CLEAR
         for broker in cluster.brokers:
             assert admin.draining_dirs(broker) == set()
 
@@ -161,10 +201,12 @@ def test_a_volume_removed_before_any_pod_mounted_it_is_done_once_the_statefulset
     StatefulSet made anew for the addition has data-2, no broker has its dir, so it is
     unmounted without a drain, and the record names it so that the next pass, with no
     pod mounting it, can finish the removal (it once stayed Unmounted for good)."""
-    status = {"conditions": []}
     unmount = removal_step(observed({0, 1}, {0, 1, 2}), {}, NOW)
-    assert (unmount.decision.action, unmount.decision.mount) == ("unmount", frozenset({0, 1}))
-    status = volume_status(status, unmount, generation=3, now="now")
+    assert (unmount.decision.action, unmount.decision.mount) == (
+        VolumeAction.UNMOUNT,
+        frozenset({0, 1}),
+    )
+    status = unmount.status
     assert status[VOLUMES] == {
         "removed": [2],
         "state": "Unmounted",
@@ -174,7 +216,7 @@ def test_a_volume_removed_before_any_pod_mounted_it_is_done_once_the_statefulset
     }
     for templates in (None, {0, 1}):  # being made anew, then made
         step = removal_step(observed({0, 1}, templates), status[VOLUMES], LATER)
-        assert (step.decision.action, step.decision.volumes) == ("clear", (2,))
+        assert (step.decision.action, step.decision.volumes) == (VolumeAction.CLEAR, (2,))
         assert step.status[VOLUMES] == status[VOLUMES] | {
             "state": "Done",
             "finishedAt": "2026-11-26T00:05:03Z",
@@ -206,10 +248,10 @@ def test_a_drained_volume_keeps_its_record_when_unmounted():
     """Draining, then unmounted: one record, from when the drain started."""
     every = {b: {2} for b in (0, 1, 2)}
     drain = removal_step(observed({0, 1}, {0, 1, 2}, pods=(0, 1, 2)), {}, NOW)
-    assert drain.decision.action == "drain"
+    assert drain.decision.action is VolumeAction.DRAIN
     drained = observed({0, 1}, {0, 1, 2}, pods=(0, 1, 2), draining=every)
     unmount = removal_step(drained, drain.status[VOLUMES], LATER)
-    assert unmount.decision.action == "unmount"
+    assert unmount.decision.action is VolumeAction.UNMOUNT
     assert unmount.status[VOLUMES] == {
         "removed": [2],
         "state": "Unmounted",
