@@ -42,6 +42,7 @@ from tidelog.admin import AdminClient as TidelogAdmin
 from tidelog.admin import AdminError
 from tidelog.protocol import ApiKey, decode_response, encode_request
 from tidelog.protocol.errors import ErrorCode
+from waiting import wait_until
 
 SEGMENT_BYTES = 4 * 1024 * 1024  # static log.segment.bytes: a STATIC_BROKER_CONFIG source
 HOUR_MS = 60 * 60 * 1000
@@ -97,15 +98,6 @@ def earliest(broker, topic, partition=0) -> int:
     return offset
 
 
-def wait_for(condition, timeout=15.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def wait_until_serving(process) -> None:
     """The port opens before the broker has registered and elected itself; clients that
     bootstrap in between see no brokers (librdkafka then waits minutes to look again)."""
@@ -114,7 +106,7 @@ def wait_until_serving(process) -> None:
         metadata = raw_call(process.bootstrap, ApiKey.METADATA, 12, {"topics": []})
         return [b.node_id for b in metadata.brokers] == [process.broker_id]
 
-    wait_for(registered, what="the broker to register")
+    wait_until(registered, "the broker registered", 15)
 
 
 def raw_call(bootstrap: str, api_key: ApiKey, version: int, body: dict):
@@ -677,10 +669,29 @@ def old_records(broker, topic, count=30):
     produce(broker, topic, count, timestamp_ms=int(time.time() * 1000) - HOUR_MS, size=300)
 
 
+def retention_passes_over_every_log(broker, kadmin, sentinel: str) -> None:
+    """Return once a whole retention pass began after this call and ended: every log
+    that existed then was looked at. The broker runs its passes one after another (one
+    task, every log.retention.check.interval.ms), each over the logs it has when it
+    begins. ``sentinel``, a new topic of hour-old records and a minute's retention, loses
+    segments in every pass after records are added: its second loss is in a pass that
+    began after the pass of its first loss ended, and that one began after this call."""
+    create(kadmin, sentinel, configs={"segment.bytes": "1024", "retention.ms": "60000"})
+    start = 0
+    for loss in ("first", "second"):
+        old_records(broker, sentinel)
+        start = wait_until(
+            lambda seen=start: (now := earliest(broker, sentinel)) > seen and now,
+            f"retention deleted segments of {sentinel} a {loss} time",
+            15,
+        )
+
+
 def test_topic_retention_change_applies_live(broker, kadmin, cadmin):
     create(kadmin, "shrinking", configs={"segment.bytes": "1024"})
     old_records(broker, "shrinking")
-    time.sleep(0.6)  # a few retention checks: a week's retention keeps everything
+    # a week's retention keeps everything, after a whole pass as before it
+    retention_passes_over_every_log(broker, kadmin, "shrinking-sentinel")
     assert earliest(broker, "shrinking") == 0
     cresult(
         cadmin.incremental_alter_configs(
@@ -697,7 +708,7 @@ def test_topic_retention_change_applies_live(broker, kadmin, cadmin):
             ]
         )
     )
-    wait_for(lambda: earliest(broker, "shrinking") > 0, what="retention to delete segments")
+    wait_until(lambda: earliest(broker, "shrinking") > 0, "retention deleted segments", 15)
 
 
 def test_dynamic_broker_config_changes_topic_defaults(broker, kadmin, cadmin):
@@ -712,9 +723,10 @@ def test_dynamic_broker_config_changes_topic_defaults(broker, kadmin, cadmin):
     mine = ConfigResource("BROKER", str(broker.broker_id))
     try:
         alter_cluster_defaults(broker, [("log.retention.ms", 0, "60000")])  # SET
-        wait_for(lambda: earliest(broker, "follows-default") > 0, what="the new default retention")
-        time.sleep(0.6)
-        assert earliest(broker, "keeps-override") == 0  # its own retention.ms wins
+        wait_until(lambda: earliest(broker, "follows-default") > 0, "the new default applied", 15)
+        # a whole pass under the new default: its own retention.ms wins
+        retention_passes_over_every_log(broker, kadmin, "keeps-override-sentinel")
+        assert earliest(broker, "keeps-override") == 0
         # Sources and synonyms follow the precedence.
         configs = kadmin.describe_configs(
             [KConfigResource(ConfigResourceType.TOPIC, "follows-default", ["retention.ms"])],
@@ -788,7 +800,7 @@ def test_dynamic_configs_are_loaded_at_start_up(tmp_path, zk_chroot):
         zk.stop()
         zk.close()
         process.start()
-        wait_for(lambda: earliest(process, "at-start") > 0, what="the stored default retention")
+        wait_until(lambda: earliest(process, "at-start") > 0, "the stored default applied", 15)
     finally:
         assert process.stop() == 0
 
