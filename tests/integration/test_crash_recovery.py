@@ -15,6 +15,7 @@ from kazoo.client import KazooClient
 
 from integration.broker_process import BrokerProcess
 from integration.clients import create_topics
+from waiting import wait_until
 
 TOPIC = "crash"
 PARTITIONS = 2
@@ -69,10 +70,12 @@ def wait_until_session_gone(zk_chroot: str, broker_id: int, timeout: float = 30)
     zk = KazooClient(hosts=zk_chroot)
     zk.start(timeout=10)
     try:
-        deadline = time.monotonic() + timeout
-        while zk.exists(f"/brokers/ids/{broker_id}") or zk.exists("/controller"):
-            assert time.monotonic() < deadline, "the killed broker's session did not expire"
-            time.sleep(0.2)
+        wait_until(
+            lambda: not (zk.exists(f"/brokers/ids/{broker_id}") or zk.exists("/controller")),
+            "the killed broker's session expired (its registration and /controller gone)",
+            timeout,
+            interval=0.2,
+        )
     finally:
         zk.stop()
         zk.close()
@@ -97,11 +100,16 @@ def read_partition(bootstrap: str, partition: int) -> list[tuple[int, bytes]]:
     consumer.seek_to_beginning(tp)
     end = consumer.end_offsets([tp])[tp]
     records: list[tuple[int, bytes]] = []
-    deadline = time.monotonic() + 30
-    while consumer.position(tp) < end and time.monotonic() < deadline:
+
+    def read_to_end() -> bool:
         for messages in consumer.poll(timeout_ms=500).values():
-            records += [(m.offset, m.value) for m in messages]
-    consumer.close()
+            records.extend((m.offset, m.value) for m in messages)
+        return consumer.position(tp) >= end
+
+    try:
+        wait_until(read_to_end, f"{TOPIC}-{partition} read up to {end}", 30, interval=0)
+    finally:
+        consumer.close()
     return records
 
 
@@ -117,11 +125,10 @@ def test_acknowledged_records_survive_kill_9(tmp_path, zk_chroot, acks):
         create_topics(broker.bootstrap, [TOPIC], PARTITIONS)
         producer = ContinuousProducer(broker.bootstrap, acks)
         producer.start()
-        deadline = time.monotonic() + 30
-        while len(producer.acknowledged) < 5000 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.4)  # past a checkpoint, still producing
-        assert producer.is_alive()
+        wait_until(
+            lambda: len(producer.acknowledged) >= 5000, "5000 records acknowledged", interval=0.05
+        )
+        assert producer.is_alive()  # still sending as the broker dies
         broker.kill()
         producer.stop()
         acknowledged = list(producer.acknowledged)
