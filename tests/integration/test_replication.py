@@ -170,9 +170,11 @@ def test_a_returning_leader_truncates_what_only_it_had(tmp_path, zk_chroot):
 
         for follower in followers:
             os.kill(cluster.brokers[follower].process.pid, signal.SIGSTOP)
-        # A fetch the followers sent before they stopped is answered within
-        # replica.fetch.wait.max.ms (500 ms); records appended while it waits would reach
-        # them in its answer. Nothing shows when it was answered, hence the pause.
+        # A deliberate pause, for a timeout to run out: a fetch the followers sent before
+        # they stopped is held up to replica.fetch.wait.max.ms (500 ms), and records
+        # appended meanwhile would reach them in its answer. Nothing outside the leader
+        # shows when it was answered. Too short a pause cannot pass unnoticed: the lost
+        # records would then be on the new leader, and the last assertion fails.
         time.sleep(1.5)
         try:
             lost = [f"only-on-the-old-leader-{i}".encode() for i in range(50)]
