@@ -251,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         console.say(f"tidelog-demo: {error}", error=True)
         code = 1
     finally:
+        if stop.reason == stop.SIGNAL and sys.stdout.isatty():
+            console.say("")  # below the ^C that the terminal echoed
         if stop.reason == stop.CLOSED_OUTPUT:
             console.say("tidelog-demo: standard output was closed", error=True)
             code = 1
