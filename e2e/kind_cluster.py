@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 
 import yaml
 
 from kubeapi.control_plane import find_tool
+from waiting import WaitTimeout, wait_until
 
 __all__ = ["ClusterError", "KindCluster"]
 
@@ -267,14 +267,11 @@ class KindCluster:
         return json.loads(self.kubectl("get", *args, "--output", "json"))
 
     def wait_for(self, condition, what: str, timeout: float = 120, interval: float = 2) -> None:
-        """Poll ``condition`` (a callable) until it is true; ClusterError naming ``what``."""
-        deadline = time.monotonic() + timeout
-        last_error: Exception | None = None
-        while time.monotonic() < deadline:
-            try:
-                if condition():
-                    return
-            except ClusterError as error:
-                last_error = error
-            time.sleep(interval)
-        raise ClusterError(f"{what}: not so within {timeout} s (last error: {last_error})")
+        """``wait_until`` ``condition`` (a ClusterError from it counts as not yet); a
+        ClusterError naming ``what`` and the last answer or error when the time runs out."""
+        try:
+            wait_until(condition, what, timeout, interval=interval, retry_on=(ClusterError,))
+        except WaitTimeout as timeout_error:
+            raise ClusterError(
+                f"{what}: not so within {timeout} s (last: {timeout_error.last!r})"
+            ) from None
