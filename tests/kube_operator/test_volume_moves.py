@@ -108,7 +108,7 @@ def test_a_removed_volume_is_drained_then_unmounted_then_forgotten(
 
         def step() -> str:
             """One pass as far as volumes go: observe, the volume step, its commands, the
-            StatefulSet with the volumes it keeps (on the resourceVersion observed)."""
+            StatefulSet with the volumes it keeps (on the generation observed)."""
             nonlocal status
             mark_ready(core, kube_namespace)
             seen = observe(kube_api, after, lambda: admin, draining=lambda templates: True)
