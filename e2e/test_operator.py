@@ -604,10 +604,11 @@ def test_a_full_disk_goes_offline_alone_and_its_replicas_go_to_an_added_broker(d
     that log dir goes offline, the broker serves on from its other one, and the Cluster
     turns Degraded naming broker and dir. With ``drainFailedDirs`` the operator refuses
     to copy while every broker holds a replica of those partitions already, and copies
-    them to broker 3 once the user scales to 4; spreading more replicas onto broker 3
-    waits for the disk. Emptied and the pod deleted, the dir is back and the spread
-    goes on; scaled to 3 again, broker 3 is drained. An acks=all producer runs
-    throughout and loses nothing."""
+    them to broker 3 once the user scales to 4 (broker 3 then holds replicas: it is
+    not an empty broker to fill); a replica rebalance the user asks for waits for the
+    disk. Emptied and the pod deleted, the dir is back and the rebalance runs; scaled to
+    3 again, broker 3 is drained. An acks=all producer runs throughout and loses
+    nothing."""
     cluster = deployment.cluster
     pod = "events-broker-1"
     node = broker_pods(deployment)[pod]["spec"]["nodeName"]
@@ -636,25 +637,26 @@ def test_a_full_disk_goes_offline_alone_and_its_replicas_go_to_an_added_broker(d
 
         deployment.kubectl("scale", "cluster/events", "--replicas=4")
         deployment.wait_for(
-            lambda: _moved(deployment, "DrainFailedDirs", spread=3)
+            lambda: _moved(deployment, "DrainFailedDirs", spread=4)
             and _fully_replicated(deployment),
             "the lost replicas copied to broker 3",
             600,
         )
         copied = deployment.get("cluster/events")["status"]["rebalance"]
         assert copied["brokers"] == [1] and copied["replicas"] > 0, copied
+        deployment.kubectl("annotate", "cluster/events", "tidelog.dev/rebalance=replicas")
         deployment.wait_for(
             lambda: "once the failed log dirs are repaired"
             in deployment.condition("cluster/events", "Progressing").get("message", ""),
-            "the spread onto broker 3 waiting for the disk",
+            "the requested rebalance waiting for the disk",
         )
     finally:
         cluster.node_exec(node, "rm", "-rf", filler)
     deployment.kubectl("delete", "pod", pod, "--wait=true", timeout=180)
     deployment.wait_for(
-        lambda: _moved(deployment, "AddBrokers", spread=4)
+        lambda: _moved(deployment, "Rebalance", spread=4)
         and deployment.condition("cluster/events", "Degraded").get("reason") == "Healthy",
-        "the dir back online, then replicas spread onto broker 3",
+        "the dir back online, then the replicas rebalanced",
         600,
     )
     _set_storage(deployment, drainFailedDirs=False)
