@@ -4,7 +4,6 @@ offsets by timestamp."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.partitioner import DefaultPartitioner
@@ -27,6 +26,7 @@ from integration.clients import (
     timestamp_targets,
     timestamped_records,
 )
+from waiting import WaitTimeout
 
 RECORDS_PER_CODEC = 20_000
 PARTITIONS = 3
@@ -62,9 +62,12 @@ async def consume(bootstrap: str, topic: str, partitions: int, count: int) -> li
         consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
         await consumer.seek_to_beginning()
         consumed: list[Consumed] = []
-        deadline = time.monotonic() + 60
-        while len(consumed) < count and time.monotonic() < deadline:
-            consumed += await _fetched(consumer, 500)
+        try:
+            async with asyncio.timeout(60):
+                while len(consumed) < count:
+                    consumed += await _fetched(consumer, 500)
+        except TimeoutError:
+            raise WaitTimeout(f"{count} records of {topic} consumed", 60, len(consumed)) from None
         consumed += await _fetched(consumer, 300)  # anything more would be a duplicate
     finally:
         await consumer.stop()

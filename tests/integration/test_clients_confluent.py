@@ -3,7 +3,6 @@ idempotent retries, offsets by timestamp and watermarks."""
 
 from __future__ import annotations
 
-import time
 import zlib
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
@@ -26,6 +25,7 @@ from integration.clients import (
     timestamp_targets,
     timestamped_records,
 )
+from waiting import wait_until
 
 RECORDS_PER_CODEC = 20_000
 PARTITIONS = 3
@@ -79,9 +79,12 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int) -> list[Con
     consumer = new_consumer(bootstrap)
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     consumed: list[Consumed] = []
-    deadline = time.monotonic() + 60
-    while len(consumed) < count and time.monotonic() < deadline:
-        consumed += _consumed(consumer.consume(10_000, timeout=0.5))
+
+    def consumed_enough() -> bool:
+        consumed.extend(_consumed(consumer.consume(10_000, timeout=0.5)))
+        return len(consumed) >= count
+
+    wait_until(consumed_enough, f"{count} records of {topic} consumed", 60, interval=0)
     consumed += _consumed(consumer.consume(10_000, timeout=0.3))  # duplicates, if any
     consumer.close()
     return consumed

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.partitioner.default import murmur2
@@ -59,9 +58,12 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int) -> list[Con
     consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
     consumer.seek_to_beginning()
     consumed: list[Consumed] = []
-    deadline = time.monotonic() + 60
-    while len(consumed) < count and time.monotonic() < deadline:
-        consumed += _polled(consumer, 500)
+
+    def polled_enough() -> bool:
+        consumed.extend(_polled(consumer, 500))
+        return len(consumed) >= count
+
+    wait_until(polled_enough, f"{count} records of {topic} consumed", 60, interval=0)
     consumed += _polled(consumer, 300)  # anything more would be a duplicate
     consumer.close()
     return consumed

@@ -7,7 +7,6 @@ follower evicts falls back to a full fetch and loses nothing."""
 from __future__ import annotations
 
 import struct
-import time
 from dataclasses import dataclass
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -110,10 +109,13 @@ def assigned_consumer(bootstrap: str, topic: str, partitions: int) -> KafkaConsu
 def consume(consumer: KafkaConsumer, count: int, timeout: float = 60) -> dict[tuple, bytes]:
     """``count`` records by (partition, offset); more, or too few in time, fail."""
     got: dict[tuple, bytes] = {}
-    deadline = time.monotonic() + timeout
-    while len(got) < count and time.monotonic() < deadline:
+
+    def polled_enough() -> bool:
         for tp, records in consumer.poll(timeout_ms=500).items():
             got.update({(tp.partition, r.offset): r.value for r in records})
+        return len(got) >= count
+
+    wait_until(polled_enough, f"{count} records consumed", timeout, interval=0)
     assert len(got) == count, f"consumed {len(got)} of {count}"
     return got
 

@@ -5,7 +5,6 @@ validates its position with it when the epoch changes under it."""
 from __future__ import annotations
 
 import json
-import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from kazoo.client import KazooClient
@@ -14,6 +13,7 @@ from tidelog.admin.connection import BrokerConnection
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
 from tidelog.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT
+from waiting import wait_until
 
 TOPIC = "epochs"
 BUMPED_EPOCH = 3
@@ -66,11 +66,15 @@ def produce(broker, values: list[bytes]) -> None:
 
 
 def consume(consumer: Consumer, count: int) -> list[bytes]:
-    values, deadline = [], time.monotonic() + 60
-    while len(values) < count and time.monotonic() < deadline:
+    values = []
+
+    def polled_enough() -> bool:
         message = consumer.poll(0.5)
         if message is not None and message.error() is None:
             values.append(message.value())
+        return len(values) >= count
+
+    wait_until(polled_enough, f"{count} records consumed", 60, interval=0)
     return values
 
 
@@ -87,10 +91,7 @@ def bump_leader_epoch_while_stopped(broker, zk_chroot: str, epoch: int) -> None:
         zk.stop()
         zk.close()
     broker.start()
-    deadline = time.monotonic() + 30
-    while leader_epoch(broker) < epoch:
-        assert time.monotonic() < deadline, "the new leader epoch never reached the broker"
-        time.sleep(0.1)
+    wait_until(lambda: leader_epoch(broker) >= epoch, f"leader epoch {epoch} at the broker")
 
 
 def test_end_offsets_by_epoch_fencing_and_a_consumer_across_an_epoch_change(broker, zk_chroot):

@@ -109,12 +109,17 @@ def test_a_group_goes_on_through_deletions_and_a_recreation(cluster):
 
     def consume_until(wanted: set[bytes], *, any_of: bool = False) -> None:
         """Poll until every record of ``wanted`` (or one, ``any_of``) was read."""
-        deadline = time.monotonic() + 60
-        while not (wanted & seen if any_of else wanted <= seen):
-            assert time.monotonic() < deadline, f"missing {sorted(wanted - seen)[:5]}"
+
+        def read_them() -> bool:
             message = consumer.poll(0.5)
             if message is not None and message.error() is None:
                 seen.add(message.value())
+            assert (
+                wanted & seen if any_of else wanted <= seen
+            ), f"missing {sorted(wanted - seen)[:5]}"
+            return True
+
+        wait_until(read_them, "the wanted records read", 60, interval=0)
 
     try:
         consumer.subscribe(["kept", "doomed", "reborn"])

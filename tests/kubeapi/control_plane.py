@@ -14,7 +14,6 @@ import os
 import shutil
 import ssl
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from kubernetes import client, config
 from kubeapi.certs import KeyPair, Pki, make_pki
 from tidelog.child_process import die_with_parent
 from tidelog.server.process import free_port
+from waiting import WaitTimeout, wait_until
 
 __all__ = ["ControlPlane", "ControlPlaneError", "find_tool"]
 
@@ -234,20 +234,31 @@ class ControlPlane:
     def _wait(
         self, what: str, condition: Callable[[], bool], last_error: Callable[[], str]
     ) -> None:
-        deadline = time.monotonic() + _READY_TIMEOUT_S
-        while not condition():
+        """``wait_until`` ``condition``, failing at once (ControlPlaneError) when one of
+        the processes exits, and with their logs' tails when the time runs out."""
+
+        def still_running_and(condition: Callable[[], bool]) -> bool:
             for name, process, log_path in self._processes:
                 if process.poll() is not None:
                     raise ControlPlaneError(
                         f"{name} exited with {process.returncode} while waiting for {what}"
                         f"\n{_tail(log_path)}"
                     )
-            if time.monotonic() > deadline:
-                logs = "\n".join(f"--- {name}\n{_tail(log)}" for name, _, log in self._processes)
-                raise ControlPlaneError(
-                    f"no {what} after {_READY_TIMEOUT_S:.0f} s ({last_error()})\n{logs}"
-                )
-            time.sleep(_POLL_INTERVAL_S)
+            return condition()
+
+        try:
+            wait_until(
+                lambda: still_running_and(condition),
+                what,
+                _READY_TIMEOUT_S,
+                interval=_POLL_INTERVAL_S,
+                retry_on=(),
+            )
+        except WaitTimeout:
+            logs = "\n".join(f"--- {name}\n{_tail(log)}" for name, _, log in self._processes)
+            raise ControlPlaneError(
+                f"no {what} after {_READY_TIMEOUT_S:.0f} s ({last_error()})\n{logs}"
+            ) from None
 
     def _write_kubeconfig(self, path: Path, ca: KeyPair, user: KeyPair) -> None:
         def encoded(file: Path) -> str:

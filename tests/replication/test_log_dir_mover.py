@@ -5,7 +5,6 @@ the quota, and draining directories; on real logs and a real replica manager."""
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 
 import pytest
@@ -17,6 +16,7 @@ from tidelog.replication.replica_manager import ReplicaManager
 from tidelog.storage.config import LogConfig
 from tidelog.storage.log import Log
 from tidelog.storage.log_manager import LogManager
+from waiting import wait_until
 
 TOPIC_ID = uuid.UUID(int=3)
 
@@ -190,9 +190,7 @@ def test_draining_moves_every_replica_off_one_at_a_time(replicas, tmp_path):
         mover.step()
         assert len(logs.future_logs) <= 1
     assert all(dir_of(replicas, i).parent == tmp_path / "b" for i in range(4))
-    deadline = time.monotonic() + 30
-    while logs.scheduler.pending and time.monotonic() < deadline:  # the old dirs' deletion
-        time.sleep(0.01)
+    wait_until(lambda: not logs.scheduler.pending, "the old dirs' deletion run", interval=0.01)
     assert not any(p.is_dir() for p in draining.iterdir())
     host(replicas, 9)  # and a new partition does not land there
     assert dir_of(replicas, 9).parent == tmp_path / "b"
