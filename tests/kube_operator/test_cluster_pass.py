@@ -78,6 +78,10 @@ def _mark_ready(core: client.CoreV1Api, namespace: str, broker: int) -> None:
     )
 
 
+def _ignore(_cluster: dict, _event: passes.Event) -> None:
+    """Events go nowhere here (kopf posts them inside the operator)."""
+
+
 def _statefulset(apps: client.AppsV1Api, namespace: str) -> client.V1StatefulSet:
     return apps.read_namespaced_stateful_set(names.brokers_statefulset(NAME), namespace)
 
@@ -89,7 +93,7 @@ def test_a_write_decided_on_an_older_statefulset_does_not_undo_a_newer_one(
     objects.create_namespaced_custom_object(
         GROUP, VERSION, kube_namespace, "clusters", _cluster_body(4)
     )
-    passes.run_pass(kube_namespace, NAME, api=kube_api)
+    passes.run_pass(kube_namespace, NAME, api=kube_api, tell=_ignore)
     assert _statefulset(apps, kube_namespace).spec.replicas == 4
     spec = parse_cluster(NAME, kube_namespace, _cluster_body(4)["spec"])
     older = observe(kube_api, spec, lambda: None, draining=lambda _: False)
@@ -111,13 +115,13 @@ def test_a_spec_change_racing_the_daemons_shrink_keeps_the_shrink(
 ):
     objects, apps = client.CustomObjectsApi(kube_api), client.AppsV1Api(kube_api)
     core = client.CoreV1Api(kube_api)
-    with Cluster(tmp_path, zk_chroot, size=3) as brokers:
+    with Cluster(tmp_path, zk_chroot, size=3, first_id=0) as brokers:
         brokers.create_topic("orders", assignment={0: [0, 1, 2], 1: [1, 2, 0], 2: [2, 0, 1]})
         objects.create_namespaced_custom_object(
             GROUP, VERSION, kube_namespace, "clusters", _cluster_body(4)
         )
         admin = AdminClient(brokers.bootstrap, timeout=10)
-        passes.run_pass(kube_namespace, NAME, api=kube_api, admin=lambda _: admin)
+        passes.run_pass(kube_namespace, NAME, api=kube_api, admin=lambda _: admin, tell=_ignore)
         for broker in range(4):
             _mark_ready(core, kube_namespace, broker)
         objects.patch_namespaced_custom_object(
@@ -125,6 +129,7 @@ def test_a_spec_change_racing_the_daemons_shrink_keeps_the_shrink(
         )
 
         seen: dict[str, int | None] = {}
+        told: list[passes.Event] = []
         spec_handler_observed = threading.Event()
         daemon_paused = threading.Event()
 
@@ -144,7 +149,11 @@ def test_a_spec_change_racing_the_daemons_shrink_keeps_the_shrink(
         daemon = threading.Thread(
             target=passes.run_pass,
             args=(kube_namespace, NAME),
-            kwargs={"api": kube_api, "admin": observed_by("daemon", spec_handler_observed)},
+            kwargs={
+                "api": kube_api,
+                "admin": observed_by("daemon", spec_handler_observed),
+                "tell": lambda _cluster, event: told.append(event),
+            },
         )
         daemon.start()
         assert daemon_paused.wait(60), "the daemon's pass never asked the brokers"
@@ -159,7 +168,7 @@ def test_a_spec_change_racing_the_daemons_shrink_keeps_the_shrink(
         spec_handler = threading.Thread(
             target=passes.run_pass,
             args=(kube_namespace, NAME),
-            kwargs={"api": kube_api, "admin": observed_by("spec", None)},
+            kwargs={"api": kube_api, "admin": observed_by("spec", None), "tell": _ignore},
         )
         spec_handler.start()
         daemon.join(120)
@@ -167,6 +176,7 @@ def test_a_spec_change_racing_the_daemons_shrink_keeps_the_shrink(
         assert not daemon.is_alive() and not spec_handler.is_alive()
 
     assert seen == {"daemon": 4, "spec": 3}, "the spec handler's pass overtook the shrink"
+    assert passes.Event(False, "Scaling", "brokers 3 hold no replica") in told, told
     statefulset = _statefulset(apps, kube_namespace)
     assert statefulset.spec.replicas == 3
     config = core.read_namespaced_config_map(names.broker_config_map(NAME), kube_namespace)

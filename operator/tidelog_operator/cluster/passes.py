@@ -56,7 +56,7 @@ from tidelog_operator.conditions import Reason
 from tidelog_operator.names import GROUP, VERSION
 from tidelog_operator.spec import ClusterSpec, parse_cluster
 
-__all__ = ["cluster_lock", "run_pass"]
+__all__ = ["Event", "cluster_lock", "kopf_event", "run_pass"]
 
 logger = logging.getLogger(__name__)
 
@@ -88,10 +88,24 @@ def cluster_lock(namespace: str, name: str) -> threading.Lock:
 
 
 @dataclass(frozen=True)
-class _Event:
+class Event:
+    """An event of the Cluster: a Warning or a Normal one, its reason and message."""
+
     warning: bool
     reason: str
     message: str
+
+
+def kopf_event(cluster: dict[str, Any], event: Event) -> None:
+    """Post ``event`` on the Cluster through kopf (inside the operator: its handlers and
+    daemon carry kopf's context into their threads); a failed post is logged."""
+    try:
+        if event.warning:
+            kopf.warn(cluster, reason=event.reason, message=event.message)
+        else:
+            kopf.info(cluster, reason=event.reason, message=event.message)
+    except ApiException as error:
+        logger.warning("an event of %s was not written: %s", cluster["metadata"]["name"], error)
 
 
 def run_pass(
@@ -101,10 +115,12 @@ def run_pass(
     api: client.ApiClient | None = None,
     admin: Callable[[ClusterSpec], AdminClient] | None = None,
     now: Callable[[], datetime.datetime] | None = None,
+    tell: Callable[[dict[str, Any], Event], None] = kopf_event,
 ) -> bool:
     """One pass over the Cluster, under its lock; whether a roll, a drain of volumes or
     a scaling is under way after it (the daemon then looks again soon). ``admin`` makes
-    the brokers' admin client (tests point it at brokers outside Kubernetes)."""
+    the brokers' admin client (tests point it at brokers outside Kubernetes); ``tell``
+    posts an event (each also goes to the log)."""
     api = api or kube.api()
     make_admin = admin or (
         lambda spec: AdminClient(bootstrap_address(spec), timeout=ADMIN_TIMEOUT_S)
@@ -121,7 +137,7 @@ def run_pass(
         )
         if cluster is None or cluster["metadata"].get("deletionTimestamp"):
             return False
-        return _pass(api, cluster, make_admin, clock())
+        return _pass(api, cluster, make_admin, clock(), tell)
 
 
 def _pass(
@@ -129,6 +145,7 @@ def _pass(
     cluster: dict[str, Any],
     make_admin: Callable[[ClusterSpec], AdminClient],
     now: datetime.datetime,
+    tell: Callable[[dict[str, Any], Event], None],
 ) -> bool:
     meta = cluster["metadata"]
     spec = parse_cluster(meta["name"], meta["namespace"], cluster.get("spec") or {})
@@ -201,10 +218,11 @@ def _pass(
     told = before[0] == moving.reason and (before[1] or "").startswith(moving.message)
     if not told and all(e.reason != moving.reason for e in events):
         events.append(
-            _Event(not moving.holds and moving.reason != Reason.IDLE, moving.reason, moving.message)
+            Event(not moving.holds and moving.reason != Reason.IDLE, moving.reason, moving.message)
         )
     for event in events:
-        _tell(cluster, event)
+        logger.info("cluster %s/%s: %s: %s", spec.namespace, spec.name, event.reason, event.message)
+        tell(cluster, event)
     draining = volumes.decision.action in (VolumeAction.DRAIN, VolumeAction.WAIT) and bool(
         volumes.decision.volumes
     )
@@ -233,40 +251,40 @@ def _apply_children(
     return ApplyChildren(tuple(objects), precondition)
 
 
-def _local_events(local: LocalStep) -> list[_Event]:
+def _local_events(local: LocalStep) -> list[Event]:
     events = [
-        _Event(False, Reason.VOLUME_RECYCLED, f"{volume} wiped and available again")
+        Event(False, Reason.VOLUME_RECYCLED, f"{volume} wiped and available again")
         for volume in local.recycled
     ]
     if local.lost:
-        events.append(_Event(True, Reason.VOLUMES_LOST, local.lost.message()))
+        events.append(Event(True, Reason.VOLUMES_LOST, local.lost.message()))
     return events
 
 
 def _events(
     outcome: PassOutcome, status: dict[str, Any], unknown: str | None, generation: int
-) -> list[_Event]:
+) -> list[Event]:
     """The events of the acts of a pass."""
     events = []
     roll, volumes, scale = outcome.roll.decision, outcome.volumes.decision, outcome.scale.decision
     if roll.action is RollAction.RESTART:
-        events.append(_Event(False, Reason.ROLLING_RESTART, roll.reason))
+        events.append(Event(False, Reason.ROLLING_RESTART, roll.reason))
     if volumes.action is VolumeAction.DRAIN:
-        events.append(_Event(False, Reason.DRAINING_VOLUMES, volumes.reason))
+        events.append(Event(False, Reason.DRAINING_VOLUMES, volumes.reason))
     if scale.action in _MOVES:
-        events.append(_Event(False, Reason.SCALING, scale.reason))
+        events.append(Event(False, Reason.SCALING, scale.reason))
     elif scale.action in _BALANCING:
-        events.append(_Event(False, Reason.REBALANCING, scale.reason))
+        events.append(Event(False, Reason.REBALANCING, scale.reason))
     elif scale.action in _REFUSALS and (status.get(MOVE) or {}).get("state") != "Refused":
-        events.append(_Event(True, _REFUSALS[scale.action], scale.reason))
+        events.append(Event(True, _REFUSALS[scale.action], scale.reason))
     if unknown is not None:
         message = (
             f"{REBALANCE_ANNOTATION}={unknown} asks for nothing known (leaders, replicas); removed"
         )
-        events.append(_Event(True, Reason.UNKNOWN_REQUEST, message))
+        events.append(Event(True, Reason.UNKNOWN_REQUEST, message))
     checked = outcome.config
     if not checked.valid and status.get("observedGeneration") != generation:
-        events.append(_Event(True, Reason.INVALID_CONFIG, f"not applied: {checked.message()}"))
+        events.append(Event(True, Reason.INVALID_CONFIG, f"not applied: {checked.message()}"))
     return events
 
 
@@ -275,20 +293,6 @@ def _progressing(status: dict[str, Any]) -> tuple[str | None, str | None]:
         (c for c in status.get("conditions", []) if c.get("type") == conditions.PROGRESSING), {}
     )
     return found.get("reason"), found.get("message")
-
-
-def _tell(cluster: dict[str, Any], event: _Event) -> None:
-    meta = cluster["metadata"]
-    logger.info(
-        "cluster %s/%s: %s: %s", meta["namespace"], meta["name"], event.reason, event.message
-    )
-    try:
-        if event.warning:
-            kopf.warn(cluster, reason=event.reason, message=event.message)
-        else:
-            kopf.info(cluster, reason=event.reason, message=event.message)
-    except ApiException as error:
-        logger.warning("an event of %s was not written: %s", meta["name"], error)
 
 
 def _stamp(now: datetime.datetime) -> str:
