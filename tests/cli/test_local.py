@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -60,11 +59,14 @@ def stop_after_failure(process: subprocess.Popen) -> None:
 
 
 def wait_for(path: Path, process: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, f"{path} did not appear"
-        time.sleep(0.1)
+    """``path`` made by ``process``, which must not end first (its output, if it does)."""
+
+    def made() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"ended before {path} appeared: {process.communicate()}")
+        return path.exists()
+
+    wait_until(made, f"{path} appeared", timeout)
 
 
 def alive(pid: int) -> bool:

@@ -25,7 +25,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -825,16 +824,20 @@ def offset_records(cluster: Cluster, group: str) -> tuple[int, int]:
         consumer.assign([partition])
         consumer.seek_to_beginning(partition)
         end = consumer.end_offsets([partition])[partition]
+        keys = []
+
+        def read_to_end() -> bool:
+            keys.extend(m.key for m in consumer.poll(timeout_ms=500).get(partition, []))
+            return consumer.position(partition) >= end
+
+        wait_until(read_to_end, f"{partition} read up to {end}", interval=0)
         count = 0
-        deadline = time.monotonic() + 30
-        while consumer.position(partition) < end:
-            assert time.monotonic() < deadline, "the offsets partition was not read in time"
-            for message in consumer.poll(timeout_ms=500).get(partition, []):
-                try:
-                    key = decode_key(message.key)
-                except UnknownRecordKey:
-                    continue
-                count += isinstance(key, OffsetKey) and key.group == group
+        for raw in keys:
+            try:
+                key = decode_key(raw)
+            except UnknownRecordKey:
+                continue
+            count += isinstance(key, OffsetKey) and key.group == group
     finally:
         consumer.close()
     return count, end

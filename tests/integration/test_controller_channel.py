@@ -8,6 +8,7 @@ import asyncio
 from integration.broker_process import BrokerProcess
 from tidelog.controller.channel import ControllerChannel
 from tidelog.controller.zk_data import BrokerRegistration
+from waiting import wait_until_async
 
 IDLE_CLOSE = "idle for more than"
 
@@ -26,14 +27,15 @@ def test_a_killed_broker_is_reported_refusing_and_an_idle_close_is_not(tmp_path,
         try:
             await channel.update_metadata(1, 1, [])
             await channel.flush(10)
-            async with asyncio.timeout(20):  # the broker closes the idle connection
-                while broker.log().count(IDLE_CLOSE) < 2:
-                    await asyncio.sleep(0.05)
+            await wait_until_async(
+                lambda: broker.log().count(IDLE_CLOSE) >= 2,
+                "the broker closed the idle connection",
+                20,
+                interval=0.05,
+            )
             assert refusing == [], "a broker that is still listening was reported"
             broker.kill()
-            async with asyncio.timeout(10):
-                while not refusing:
-                    await asyncio.sleep(0.01)
+            await wait_until_async(lambda: refusing, "the killed broker reported", 10)
             return refusing
         finally:
             await channel.close()
