@@ -17,8 +17,7 @@ from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
 from waiting import wait_until
 
-# wait_until is re-exported for the tests that still import it from here.
-__all__ = ["Cluster", "wait_until"]
+__all__ = ["Cluster"]
 
 # A broker whose leaderships cannot move while other brokers live (a test stopped their
 # other replicas) retries its controlled shutdown: not Kafka's 3 x 5 s here.

@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from integration.cluster import wait_until
+from waiting import wait_until
 
 GROUP, VERSION = "tidelog.dev", "v1alpha1"
 

@@ -15,7 +15,7 @@ import time
 from collections import Counter
 
 from integration.acked_writes import ContinuousProducer, assert_acknowledged_records_kept
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
 from tidelog.admin import AdminClient
 from tidelog.admin.moves import BROKER_THROTTLE_RATES, TOPIC_THROTTLED_REPLICAS
 from tidelog.admin.topics import ConfigResourceType
@@ -24,6 +24,7 @@ from tidelog_operator.cluster.scale_step import LEADERS, ScaleStep, election_rec
 from tidelog_operator.cluster.scaling import ScaleAction
 from tidelog_operator.cluster.snapshot import ask_brokers
 from tidelog_operator.spec import parse_cluster
+from waiting import wait_until
 
 TOPIC = "orders"
 PARTITIONS = 8

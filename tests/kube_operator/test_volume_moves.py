@@ -16,7 +16,7 @@ from dataclasses import replace
 from kubernetes import client
 
 from integration.acked_writes import ContinuousProducer, assert_acknowledged_records_kept
-from integration.cluster import Cluster, wait_until
+from integration.cluster import Cluster
 from kube_operator.cluster_values import outcome
 from tidelog.admin import AdminClient
 from tidelog_operator import kube
@@ -32,6 +32,7 @@ from tidelog_operator.cluster.volume_step import (
     volumes_to_mount,
 )
 from tidelog_operator.spec import parse_cluster
+from waiting import wait_until
 
 TOPIC = "orders"
 SELECTOR = "tidelog.dev/cluster=local,app.kubernetes.io/component=broker"

@@ -17,10 +17,10 @@ from kafka import KafkaConsumer
 from pyspark.sql import functions as F
 
 from bar_oracle import expected_bars, known_ticks
-from integration.cluster import wait_until
 from kafka_reference.tools import run_kafka_tool
 from tidelog.admin import AdminClient
 from tidelog_spark.bars import BAR_COLUMNS, MINUTE_FORMAT
+from waiting import wait_until
 
 BIN = Path(sys.executable).parent
 # A minute boundary an hour ago: event times well within the topics' retention (7 days
