@@ -161,8 +161,20 @@ def test_local_disks_become_volumes_per_node_that_claims_select():
         ({"no.such.key": "1"}, {"no.such.key": "not a broker config"}),
         ({"log.dirs": "/tmp/x"}, {"log.dirs": "set by the operator"}),
         ({"broker.id": 7}, {"broker.id": "set by the operator"}),
-        ({"num.io.threads": "many"}, {"num.io.threads": "'many' is not a valid int"}),
-        ({"log.cleaner.enable": "maybe"}, {"log.cleaner.enable": "'maybe' is not true or false"}),
+        (
+            {"num.io.threads": "many"},
+            {
+                "num.io.threads": "Invalid value many for configuration num.io.threads: "
+                "Not a number of type INT"
+            },
+        ),
+        (
+            {"log.cleaner.enable": "maybe"},
+            {
+                "log.cleaner.enable": "Invalid value maybe for configuration log.cleaner.enable: "
+                "Expected value to be either true or false"
+            },
+        ),
     ],
 )
 def test_broker_config_is_checked_against_the_brokers_table(config, refused):
@@ -174,9 +186,12 @@ def test_broker_config_is_checked_against_the_brokers_table(config, refused):
 
 def test_a_set_the_broker_would_refuse_is_refused_whole():
     keys = brokers.broker_keys(cluster(VOLUMES), "zk:2181", 0)
-    checked = check_config({"message.max.bytes": "200000000", "num.io.threads": "4"}, keys)
+    # Kafka's KafkaConfig: replica.socket.timeout.ms (30000) >= replica.fetch.wait.max.ms
+    checked = check_config({"replica.fetch.wait.max.ms": "40000", "num.io.threads": "4"}, keys)
     assert checked.accepted == {}
-    assert "message.max.bytes cannot exceed socket.request.max.bytes" in checked.message()
+    assert "replica.socket.timeout.ms: must be at least replica.fetch.wait.max.ms" in (
+        checked.message()
+    )
 
 
 def test_server_properties_hold_the_operators_keys_then_the_users():

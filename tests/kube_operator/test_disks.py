@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tidelog_operator.cluster.disks import VolumeObservation, decide_volumes, volume_of
+from tidelog_operator.cluster.disks import VolumeAction, VolumeObservation, decide_volumes
+from tidelog_operator.cluster.snapshot import volume_of
 
 BROKERS = frozenset({0, 1, 2})
 
@@ -105,7 +106,7 @@ ALL_DRAIN_1 = {b: {1} for b in BROKERS}
 def test_decide_volumes(observation, action, mount, volumes, brokers):
     decision = decide_volumes(observation)
     assert (decision.action, decision.mount, decision.volumes, decision.brokers) == (
-        action,
+        VolumeAction(action),
         frozenset(mount),
         volumes,
         brokers,
