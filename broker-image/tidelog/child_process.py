@@ -72,13 +72,12 @@ def dying_with_parent(command: Sequence[str | os.PathLike[str]]) -> list[str]:
 def main(argv: list[str]) -> int:
     """``python -m tidelog.child_process PARENT_PID -- COMMAND...`` (see
     :func:`dying_with_parent`)."""
-    parent, separator, *command = argv
     prctl = _prctl()
-    if separator != "--" or not command or prctl is None:
+    if len(argv) < 3 or not argv[0].isdigit() or argv[1] != "--" or prctl is None:
         print("usage: python -m tidelog.child_process PARENT_PID -- COMMAND...", file=sys.stderr)
         return 2
-    _ask(prctl, int(parent))
-    os.execvp(command[0], command)
+    _ask(prctl, int(argv[0]))
+    os.execvp(argv[2], argv[2:])
 
 
 if __name__ == "__main__":
