@@ -18,10 +18,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from cli.test_local import accepting, free_port_run
 from waiting import wait_until
 
 DEMO = Path(sys.executable).with_name("tidelog-demo")
+
+# A start of the cluster and of Spark, then a stop that may wait out a micro-batch.
+pytestmark = pytest.mark.timeout(900)
 
 
 @dataclass(frozen=True)
@@ -91,7 +96,9 @@ def every_part_up(run: DemoRun) -> list[Process]:
     then, checked to hold every part."""
 
     def first_batch_committed() -> bool:
-        assert run.process.poll() is None, f"the demo exited with {run.process.returncode}"
+        if run.process.poll() is not None:  # no use waiting on
+            logs = {log.name: log.read_text()[-2000:] for log in run.directory.glob("*.log")}
+            raise RuntimeError(f"the demo exited with {run.process.returncode}: {logs}")
         return (run.directory / "pipeline" / "checkpoint" / "commits" / "0").exists()
 
     # the cluster's start, Spark's, and a first batch: minutes on a loaded machine
