@@ -49,6 +49,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+_CONFLICT_RETRIES = 5
+
 
 class Command:
     """A base for the commands below (frozen dataclasses)."""
@@ -160,44 +162,52 @@ def apply_statefulset(
     api: client.ApiClient, statefulset: dict[str, Any], precondition: int | None
 ) -> bool:
     """Apply the brokers' StatefulSet if the live one's generation is still
-    ``precondition`` (None: it did not exist); whether it was applied. False when it
-    changed or went meanwhile, while it is being deleted, and when its claim templates
-    differ from the live one's, which is then deleted orphaning its pods (a later call
-    makes it anew)."""
+    ``precondition`` (None: it did not exist); whether it was applied. False when its
+    spec changed or it went meanwhile, while it is being deleted, and when its claim
+    templates differ from the live one's, which is then deleted orphaning its pods (a
+    later call makes it anew). The write carries the resourceVersion just read: a status
+    update between the read and the write (the StatefulSet controller makes them all the
+    time) fails it with a conflict, and it is read and tried again."""
     meta = statefulset["metadata"]
-    live = kube.found(
-        client.AppsV1Api(api).read_namespaced_stateful_set, meta["name"], meta["namespace"]
-    )
-    if live is None:
-        if precondition is not None:
-            return False  # gone since the pass looked: the next pass makes it
-    else:
-        if live.metadata.deletion_timestamp is not None:
-            return False
-        if precondition is not None and live.metadata.generation != precondition:
-            logger.info("%s changed since the pass looked: the next pass decides", meta["name"])
-            return False
-        claims = sorted(t.metadata.name for t in live.spec.volume_claim_templates or [])
-        wanted = sorted(t["metadata"]["name"] for t in statefulset["spec"]["volumeClaimTemplates"])
-        if claims != wanted:
-            kube.delete(
-                api, "apps/v1", "StatefulSet", meta["name"], meta["namespace"], propagation="Orphan"
+    for _ in range(_CONFLICT_RETRIES):
+        live = kube.found(
+            client.AppsV1Api(api).read_namespaced_stateful_set, meta["name"], meta["namespace"]
+        )
+        if live is None:
+            if precondition is not None:
+                return False  # gone since the pass looked: the next pass makes it
+            written = statefulset
+        else:
+            if live.metadata.deletion_timestamp is not None:
+                return False
+            if precondition is not None and live.metadata.generation != precondition:
+                logger.info("%s changed since the pass looked: the next pass decides", meta["name"])
+                return False
+            claims = sorted(t.metadata.name for t in live.spec.volume_claim_templates or [])
+            wanted = sorted(
+                t["metadata"]["name"] for t in statefulset["spec"]["volumeClaimTemplates"]
             )
-            return False
-    written = statefulset
-    if live is not None:  # the write fails if anything changed since the read above
-        written = {
-            **statefulset,
-            "metadata": {**meta, "resourceVersion": live.metadata.resource_version},
-        }
-    try:
-        kube.apply(api, written)
-    except ApiException as error:
-        if error.status != 409:
-            raise
-        logger.info("%s changed since the pass looked: the next pass decides", meta["name"])
-        return False
-    return True
+            if claims != wanted:
+                kube.delete(
+                    api,
+                    "apps/v1",
+                    "StatefulSet",
+                    meta["name"],
+                    meta["namespace"],
+                    propagation="Orphan",
+                )
+                return False
+            version = live.metadata.resource_version
+            written = {**statefulset, "metadata": {**meta, "resourceVersion": version}}
+        try:
+            kube.apply(api, written)
+        except ApiException as error:
+            if error.status != 409:
+                raise
+            continue
+        return True
+    logger.info("%s kept changing under the write: the next pass decides", meta["name"])
+    return False
 
 
 def _apply_objects(command: ApplyObjects, context: Context) -> None:

@@ -185,6 +185,7 @@ def _pass(
     cluster_scoped = (ApplyObjects((binding,)),) if binding is not None else ()
     context = Context(api, spec.namespace, spec.name, admin)
     election = None
+    applied = False
     steps = (*cluster_scoped, *local.commands, apply, *roll.commands, *volumes.commands)
     for command in (*steps, *scale.commands):
         try:
@@ -196,13 +197,15 @@ def _pass(
                 "cluster %s/%s: %s failed: %s", spec.namespace, spec.name, command, error
             )
             continue
+        if command is apply:
+            applied = bool(outcome)
         if isinstance(command, ElectPreferredLeaders | FinishReassignment):
             trigger = command.trigger if isinstance(command, ElectPreferredLeaders) else "Move"
             election = Election(trigger, outcome)
     unknown = unknown_request(annotations)
     if scale.handled or unknown is not None:
         kube.remove_annotation(api, "clusters", spec.namespace, spec.name, REBALANCE_ANNOTATION)
-    outcome = PassOutcome(children.config, roll, volumes, scale, election)
+    outcome = PassOutcome(children.config, roll, volumes, scale, election, applied)
     events = _local_events(local) + _events(outcome, status, unknown, generation)
     before = _progressing(status)
     kube.patch_status(

@@ -60,6 +60,7 @@ class PassOutcome:
     volumes: VolumeStep
     scale: ScaleStep
     election: Election | None = None
+    children_applied: bool = True  # False: ConfigValid stays as last written
 
 
 @dataclass(frozen=True)
@@ -161,12 +162,13 @@ def cluster_status(
         )
 
     checked = outcome.config
-    put(
-        conditions.CONFIG_VALID,
-        checked.valid,
-        Reason.CONFIG_APPLIED if checked.valid else Reason.INVALID_CONFIG,
-        "every key applied" if checked.valid else f"not applied: {checked.message()}",
-    )
+    if outcome.children_applied:
+        put(
+            conditions.CONFIG_VALID,
+            checked.valid,
+            Reason.CONFIG_APPLIED if checked.valid else Reason.INVALID_CONFIG,
+            "every key applied" if checked.valid else f"not applied: {checked.message()}",
+        )
     ready = status["readyBrokers"]
     desired = spec.brokers.replicas
     if not snapshot.zookeeper_ready:
