@@ -41,9 +41,10 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
-from tidelog.admin import AdminClient
+from tidelog.admin import AdminClient, AdminError
 from tidelog.child_process import dying_with_parent
 from tidelog.cli.local_control import ControlError, ControlServer, request
 from tidelog.server.config import BROKER_CONFIGS, ConfigError
@@ -57,6 +58,9 @@ _CHECK_INTERVAL_S = 0.5
 # How long restart-broker and stop-broker wait for the answer of start: a restart may
 # wait out the old session (1.5 x 6 s) and a log recovery, a stop a controlled shutdown.
 _REQUEST_TIMEOUT_S = 180.0
+# How long start waits for the controller to take in every broker's registration.
+_REGISTRATION_TIMEOUT_S = 60.0
+_REGISTRATION_POLL_S = 0.1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -357,6 +361,7 @@ def start(args: argparse.Namespace) -> int:
             print(f"broker {index + 1}    {broker.bootstrap}  (log: {broker.log_path})", flush=True)
         cluster = LocalCluster(base, zookeeper, brokers)
         bootstrap = cluster.describe()["bootstrap"]
+        _wait_for_registrations(AdminClient(bootstrap), args.brokers, stop)
         AdminClient(bootstrap).create_topic(
             args.topic, args.partitions, args.replication_factor, exist_ok=True
         )
@@ -379,7 +384,7 @@ def start(args: argparse.Namespace) -> int:
             control.serve(cluster.handle, _CHECK_INTERVAL_S)
             cluster.notice_deaths()
         return 0
-    except (ZooKeeperError, RuntimeError, TimeoutError, OSError, ControlError) as error:
+    except (ZooKeeperError, RuntimeError, TimeoutError, OSError, ControlError, AdminError) as error:
         print(f"tidelog-local: {error}", file=sys.stderr)
         return 1
     finally:
@@ -390,6 +395,24 @@ def start(args: argparse.Namespace) -> int:
             broker.stop()
         zookeeper.stop()
         print("stopped.", flush=True)
+
+
+def _wait_for_registrations(admin: AdminClient, brokers: int, stop: threading.Event) -> None:
+    """Wait until the cluster's metadata lists every broker: a broker's port answers
+    before the controller has taken in its registration, and a topic created meanwhile
+    would find too few brokers for its replication factor."""
+    deadline = time.monotonic() + _REGISTRATION_TIMEOUT_S
+    live: list[int] = []
+    while not stop.is_set() and time.monotonic() < deadline:
+        with contextlib.suppress(AdminError, OSError):
+            live = admin.live_brokers()
+        if len(live) >= brokers:
+            return
+        stop.wait(_REGISTRATION_POLL_S)
+    if not stop.is_set():
+        raise TimeoutError(
+            f"{len(live)} of {brokers} brokers registered after {_REGISTRATION_TIMEOUT_S:g} s"
+        )
 
 
 def send(args: argparse.Namespace) -> int:
