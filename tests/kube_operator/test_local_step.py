@@ -5,7 +5,7 @@ that lack them, a Released volume wiped by a pod on its node then freed, and, wi
 from __future__ import annotations
 
 from tidelog_operator.builders.storage import NODE_LABEL, local_volumes
-from tidelog_operator.cluster.commands import ApplyObjects, DeleteObjects, FreeVolume
+from tidelog_operator.cluster.commands import ApplyObjects, CreatePod, DeleteObjects, FreeVolume
 from tidelog_operator.cluster.local_step import LocalStorage, local_step
 from tidelog_operator.spec import parse_cluster
 
@@ -59,8 +59,8 @@ def test_a_released_volume_is_wiped_then_freed():
     (volume,) = local_volumes(spec(), ["w1"])
     gone = released(volume, "data-0-events-broker-0")
     (wipe,) = local_step(storage([gone]), spec()).commands
-    assert isinstance(wipe, ApplyObjects) and wipe.objects[0]["kind"] == "Pod"
-    pod = wipe.objects[0]["metadata"]["name"]
+    assert isinstance(wipe, CreatePod) and wipe.pod["kind"] == "Pod"
+    pod = wipe.pod["metadata"]["name"]
     assert local_step(storage([gone], wipes={pod: "Running"}), spec()).commands == ()
     step = local_step(storage([gone], wipes={pod: "Succeeded"}), spec())
     assert step.commands == (

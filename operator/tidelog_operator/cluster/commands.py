@@ -36,6 +36,7 @@ __all__ = [
     "ApplyObjects",
     "Command",
     "Context",
+    "CreatePod",
     "DeleteObjects",
     "ElectPreferredLeaders",
     "FinishReassignment",
@@ -70,10 +71,19 @@ class ApplyChildren(Command):
 
 @dataclass(frozen=True)
 class ApplyObjects(Command):
-    """Apply objects the Cluster cannot own or that are not its children: its local
-    volumes, their wipe pods, its brokers' node-reading binding."""
+    """Apply objects the Cluster cannot own: its local volumes, its brokers'
+    node-reading binding."""
 
     objects: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class CreatePod(Command):
+    """Create a one-off pod (a local volume's wipe); there already is fine. Created, not
+    applied: the pod is never changed, and the operator's role may create pods, not
+    patch them."""
+
+    pod: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -215,6 +225,14 @@ def _apply_objects(command: ApplyObjects, context: Context) -> None:
         kube.apply(context.api, dict(obj))
 
 
+def _create_pod(command: CreatePod, context: Context) -> None:
+    try:
+        client.CoreV1Api(context.api).create_namespaced_pod(context.namespace, dict(command.pod))
+    except ApiException as error:
+        if error.status != 409:
+            raise
+
+
 def _delete_objects(command: DeleteObjects, context: Context) -> None:
     for name in command.names:
         kube.delete(context.api, command.api_version, command.kind, name, command.namespace)
@@ -281,6 +299,7 @@ def _finish(command: FinishReassignment, context: Context) -> list[tuple[str, in
 HANDLERS: dict[type[Command], Callable[[Any, Context], Any]] = {
     ApplyChildren: _apply_children,
     ApplyObjects: _apply_objects,
+    CreatePod: _create_pod,
     DeleteObjects: _delete_objects,
     FreeVolume: _free_volume,
     RestartBroker: _restart,

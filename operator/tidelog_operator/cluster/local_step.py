@@ -18,6 +18,7 @@ from tidelog_operator.builders.storage import NODE_LABEL, local_volumes, wipe_po
 from tidelog_operator.cluster.commands import (
     ApplyObjects,
     Command,
+    CreatePod,
     DeleteObjects,
     FreeVolume,
 )
@@ -68,7 +69,7 @@ def local_step(local: LocalStorage | None, spec: ClusterSpec) -> LocalStep:
         name = wipe["metadata"]["name"]
         phase = local.wipe_pods.get(name)
         if phase is None:
-            commands.append(ApplyObjects((wipe,)))
+            commands.append(CreatePod(wipe))
             continue
         if phase == "Succeeded":
             commands.append(FreeVolume(volume["metadata"]["name"]))

@@ -197,6 +197,18 @@ def _pass(
                 "cluster %s/%s: %s failed: %s", spec.namespace, spec.name, command, error
             )
             continue
+        except ApiException as error:
+            # Refused by the API server (a role short of a verb, an object it rejects):
+            # said in the log; the rest of the pass, its status among it, goes on.
+            logger.error(
+                "cluster %s/%s: %s refused: %s %s",
+                spec.namespace,
+                spec.name,
+                type(command).__name__,
+                error.status,
+                error.reason,
+            )
+            continue
         if command is apply:
             applied = bool(outcome)
         if isinstance(command, ElectPreferredLeaders | FinishReassignment):

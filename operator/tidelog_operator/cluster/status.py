@@ -89,7 +89,8 @@ def progress(
         return Progress(True, Reason.DRAINING_VOLUMES, volumes.reason)
     if scale.progressing:
         return Progress(True, Reason.SCALING, scale.reason)
-    return Progress(False, Reason.IDLE, scale.reason or "nothing to change")
+    said = scale.action is ScaleAction.DONE and scale.reason  # e.g. nothing to move onto
+    return Progress(False, Reason.IDLE, said or "nothing to change")
 
 
 def _creating(snapshot: ClusterSnapshot, current: Mapping[str, Any]) -> bool:
