@@ -218,6 +218,18 @@ def seen(**fields) -> ScaleObservation:
             (3,),
             id="a leaving broker that holds nothing is not filled",
         ),
+        pytest.param(
+            seen(requested="replicas", live=frozenset({0, 2})),
+            ScaleAction.WAIT,
+            (),
+            id="a rebalance waits for a staying broker that is down (its plan would empty it)",
+        ),
+        pytest.param(
+            seen(desired=4, running=4, live=frozenset({0, 2, 3})),
+            ScaleAction.WAIT,
+            (3,),
+            id="so does a spread onto a new broker",
+        ),
     ],
 )
 def test_the_scaler_decides(observation, action, brokers):
@@ -335,3 +347,12 @@ def test_balancing_is_asked_by_annotation_or_due_by_schedule():
     assert not election_due("2026-11-24T11:56:00Z", 300, now)
     assert election_due("2026-11-24T11:55:00Z", 300, now)
     assert spread([0, 0, 1], [0, 1, 2]) == 2
+
+
+def test_a_move_waiting_for_a_broker_says_which():
+    waiting = decide_scale(seen(requested="replicas", live=frozenset({0, 2})))
+    assert waiting.progressing
+    assert waiting.reason == (
+        "balancing replicas, as asked once brokers 1 are back: a plan made without them "
+        "would move their replicas away"
+    )

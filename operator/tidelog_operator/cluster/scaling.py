@@ -28,10 +28,12 @@ its start the operator first sees it. Each pass, in this order:
 7. otherwise ``done``.
 
 One movement at a time: a balancing waits for a scaling, and either for a reassignment
-that someone else started. While a live broker has a failed log dir (``failed_dirs``),
-no replica is added, removed or rebalanced but the lost ones: a reassignment whose
-target keeps a replica on that dir, or puts one back there, could not complete until
-the dir is repaired.
+that someone else started. No replica is added, removed or rebalanced while a staying
+broker that holds replicas is down (a restart, say): the planner knows only the live
+brokers, and its plan would move that broker's replicas away. While a live broker has
+a failed log dir (``failed_dirs``), no replica is added, removed or rebalanced but the
+lost ones: a reassignment whose target keeps a replica on that dir, or puts one back
+there, could not complete until the dir is repaired.
 
 Brokers are added to the StatefulSet at once (the reconciler never shrinks it), so a
 scale-up starts as soon as the new pods are in; a scale-down shrinks only here.
@@ -117,12 +119,24 @@ _DATA_MOVES = {ScaleAction.REMOVE_BROKERS, ScaleAction.ADD_BROKERS, ScaleAction.
 
 def decide_scale(seen: ScaleObservation) -> ScaleDecision:
     decision = _decide(seen)
-    if decision.action in _DATA_MOVES and seen.failed_dirs:
+    if decision.action not in _DATA_MOVES:
+        return decision
+    if seen.failed_dirs:
         return ScaleDecision(
             ScaleAction.WAIT,
             decision.brokers,
             f"{decision.reason} once the failed log dirs are repaired "
             f"({'; '.join(seen.failed_dirs)}): until then the move could not complete",
+            True,
+        )
+    holding = {b for replicas in seen.assignment.values() for b in replicas}
+    down = [b for b in seen.staying if b in holding and b not in seen.live]
+    if down:
+        return ScaleDecision(
+            ScaleAction.WAIT,
+            decision.brokers,
+            f"{decision.reason} once brokers {_ids(down)} are back: a plan made without "
+            "them would move their replicas away",
             True,
         )
     return decision
