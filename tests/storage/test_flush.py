@@ -3,7 +3,6 @@ it returns, the periodic flusher honours ``flush.ms``, and Kafka's defaults fsyn
 on the append path. Files are real; fsync calls are watched, never replaced."""
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from tidelog.storage.checkpoints import RECOVERY_POINT_CHECKPOINT, read_offset_c
 from tidelog.storage.config import LogConfig
 from tidelog.storage.log import Log
 from tidelog.storage.log_manager import LogManager
+from waiting import wait_until
 
 YEAR_MS = 365 * 24 * 60 * 60 * 1000
 
@@ -146,13 +146,6 @@ def test_the_flusher_is_off_by_default(tmp_path):
         manager.shutdown()
 
 
-def wait_for(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the flusher did not flush"
-        time.sleep(0.01)
-
-
 def test_the_flusher_runs_every_interval_on_the_scheduler(tmp_path, clock):
     manager = LogManager(
         [tmp_path / "d"],
@@ -168,6 +161,10 @@ def test_the_flusher_runs_every_interval_on_the_scheduler(tmp_path, clock):
         for expected in (2, 4):
             log.append_as_leader(batch(2))
             clock.advance_ms(1000)
-            wait_for(lambda expected=expected: log.recovery_point == expected)
+            wait_until(
+                lambda expected=expected: log.recovery_point == expected,
+                f"the flusher's recovery point {expected}",
+                10,
+            )
     finally:
         manager.shutdown()
