@@ -25,22 +25,24 @@ piece, and its validators sit beside each key.
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from tidelog.protocol.admin_enums import ConfigSource
+from tidelog.security.authorizer_configs import AUTHORIZER_KEYS
+from tidelog.security.listener_configs import LISTENER_KEYS
+from tidelog.security.quota_configs import QUOTA_KEYS
+from tidelog.security.sasl_configs import SASL_KEYS
+from tidelog.server.config_key import ConfigError, ConfigKey, Scope, keys_by_name
 from tidelog.server.properties import parse_properties
 from tidelog.storage.config import (
     INDEX_BYTES_MIN,
     LogConfig,
-    LogConfigError,
     gzip_level,
     message_format_version,
 )
-from tidelog.storage.config_values import Validator, at_least, each_one_of, one_of, parse_value
+from tidelog.storage.config_values import at_least, each_one_of, one_of
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -55,52 +57,9 @@ _HOUR_MS = 60 * 60 * 1000
 _LONG_MAX = 2**63 - 1
 
 
-class ConfigError(ValueError):
-    """A configuration that cannot be used; one clear line for the operator."""
-
-    error_code = 40  # INVALID_CONFIG
-
-
-class Scope(enum.Enum):
-    READ_ONLY = "read-only"
-    PER_BROKER = "per-broker"
-    CLUSTER_WIDE = "cluster-wide"
-
-
-@dataclass(frozen=True)
-class ConfigKey:
-    name: str
-    type: str  # short, int, long, double, boolean, string, list, password
-    default: object
-    scope: Scope = Scope.READ_ONLY
-    doc: str = ""
-    validator: Validator | None = None  # Kafka's, beside its type
-
-    @property
-    def sensitive(self) -> bool:
-        return self.type == "password"
-
-    def parse(self, raw: object) -> object:
-        """``raw`` read as Kafka's ConfigDef reads this key (see
-        :mod:`tidelog.storage.config_values`) and checked by its validator."""
-        if raw is None:
-            return None
-        try:
-            value = parse_value(self.name, self.type, raw)
-            if self.validator is not None:
-                self.validator(self.name, value)
-        except LogConfigError as error:
-            raise ConfigError(str(error)) from None
-        return value
-
-
-def _keys(*keys: ConfigKey) -> dict[str, ConfigKey]:
-    return {key.name: key for key in keys}
-
-
 _P, _C = Scope.PER_BROKER, Scope.CLUSTER_WIDE
 
-BROKER_CONFIGS: dict[str, ConfigKey] = _keys(
+BROKER_CONFIGS: dict[str, ConfigKey] = keys_by_name(
     ConfigKey("broker.id", "int", -1, doc="The broker's id; -1 lets ZooKeeper assign one."),
     ConfigKey("broker.rack", "string", None, doc="Rack of the broker, for rack-aware placement."),
     ConfigKey("listeners", "list", ["PLAINTEXT://:9092"]),
@@ -264,9 +223,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = _keys(
     ),
     ConfigKey("replication.quota.window.num", "int", 11, validator=at_least(1)),
     ConfigKey("replication.quota.window.size.seconds", "int", 1, validator=at_least(1)),
-    ConfigKey("ssl.keystore.password", "password", None, _P),
-    ConfigKey("ssl.key.password", "password", None, _P),
-    ConfigKey("ssl.truststore.password", "password", None, _P),
+    *LISTENER_KEYS,
+    *SASL_KEYS,
+    *AUTHORIZER_KEYS,
+    *QUOTA_KEYS,
 )
 
 # Broker-wide log.* keys → the topic config each one is the default of (Kafka's mapping).

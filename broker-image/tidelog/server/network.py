@@ -60,6 +60,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tidelog.security.principal import ANONYMOUS, KafkaPrincipal
 from tidelog.storage.file_records import FileSlice
 
 __all__ = [
@@ -108,6 +109,14 @@ class ConnectionContext:
     peer_host: str
     peer_port: int
     connection_id: int = field(default_factory=lambda: next(_ids))
+    security_protocol: str = "PLAINTEXT"
+    # Who the connection acts for: ANONYMOUS until TLS or SASL says otherwise.
+    principal: KafkaPrincipal = ANONYMOUS
+    # The connection's SASL exchange while it authenticates (tidelog.security), else None.
+    authenticator: Any = None
+    # The event loop's time until which the connection reads no request (a quota's
+    # throttle, KIP-219: the answer leaves at once, the client's next request waits).
+    muted_until: float = 0.0
 
 
 class BurstHandler(Protocol):
@@ -243,6 +252,7 @@ class _Connection(asyncio.Protocol):
         self._drained: asyncio.Future | None = None
         self._eof = False
         self._expired = False
+        self._unmute: asyncio.TimerHandle | None = None  # set while the context is muted
 
     # -- asyncio's callbacks ------------------------------------------------------------
 
@@ -278,6 +288,8 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, error: Exception | None) -> None:
         self._server.closed(self)
+        if self._unmute is not None:
+            self._unmute.cancel()
         if self._drained is not None and not self._drained.done():
             self._drained.set_exception(ConnectionResetError("the client closed the connection"))
 
@@ -290,6 +302,8 @@ class _Connection(asyncio.Protocol):
             while self._task is None and not self._writing_paused:
                 if self._transport.is_closing():
                     return
+                if self._muted():
+                    break
                 frames = self._next_request()
                 if frames is None:
                     break
@@ -301,6 +315,22 @@ class _Connection(asyncio.Protocol):
         if self._eof and self._task is None and self._waiting_frame_size() < 0:
             self._transport.close()
         self._mind_reading()
+
+    def _muted(self) -> bool:
+        """Whether a throttle holds the next request back (``muted_until``); serving goes
+        on by itself when the throttle ends."""
+        if self._unmute is not None:
+            return True
+        delay = self.context.muted_until - self._loop.time()
+        if delay <= 0:
+            return False
+        self._unmute = self._loop.call_later(delay, self._unmuted)
+        return True
+
+    def _unmuted(self) -> None:
+        self._unmute = None
+        if self._task is None and not self._writing_paused and not self._transport.is_closing():
+            self._serve()
 
     def _handle(self, frames: list[bytes]) -> None:
         """Run the handler's first step and give its answer; a handler that waits goes
@@ -411,7 +441,7 @@ class _Connection(asyncio.Protocol):
         """Read while the connection waits for its client; stop reading past
         ``READ_AHEAD_BYTES`` while it waits for a handler or a write."""
         transport = self._transport
-        waiting = self._task is not None or self._writing_paused
+        waiting = self._task is not None or self._writing_paused or self._unmute is not None
         pause = waiting and len(self._buffer) > READ_AHEAD_BYTES
         if pause == transport.is_reading() and not transport.is_closing():
             if pause:
