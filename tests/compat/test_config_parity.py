@@ -61,6 +61,23 @@ BROKER_KEYS_LEFT_OUT = {
     "ssl.keystore.password": "any string",
     "ssl.key.password": "any string",
     "ssl.truststore.password": "any string",
+    # Kafka's ZooKeeper client TLS keys: strings, lists and passwords it does not validate.
+    **{
+        f"zookeeper.{key}": "any value: Kafka does not validate it"
+        for key in (
+            "clientCnxnSocket",
+            "ssl.keystore.location",
+            "ssl.keystore.password",
+            "ssl.keystore.type",
+            "ssl.truststore.location",
+            "ssl.truststore.password",
+            "ssl.truststore.type",
+            "ssl.protocol",
+            "ssl.enabled.protocols",
+            "ssl.cipher.suites",
+            "ssl.endpoint.identification.algorithm",
+        )
+    },
 }
 
 # Values left out, and why.

@@ -34,6 +34,7 @@ from tidelog.security.authorizer_configs import AUTHORIZER_KEYS
 from tidelog.security.listener_configs import LISTENER_KEYS
 from tidelog.security.quota_configs import QUOTA_KEYS
 from tidelog.security.sasl_configs import SASL_KEYS
+from tidelog.security.zookeeper_configs import ZOOKEEPER_SECURITY_KEYS
 from tidelog.server.config_key import ConfigError, ConfigKey, Scope, keys_by_name
 from tidelog.server.properties import parse_properties
 from tidelog.storage.config import (
@@ -227,6 +228,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = keys_by_name(
     *SASL_KEYS,
     *AUTHORIZER_KEYS,
     *QUOTA_KEYS,
+    *ZOOKEEPER_SECURITY_KEYS,
 )
 
 # Broker-wide log.* keys → the topic config each one is the default of (Kafka's mapping).

@@ -10,6 +10,14 @@ data is loaded). The JVM's output goes to ``zookeeper.log`` in the data director
 appended across restarts. A restart keeps the data directory and the port, so connect
 strings handed out before stay valid.
 
+With ``tls`` (:class:`ZooKeeperTls`), the server also serves TLS on a second port
+(``secure_port``, through ZooKeeper's Netty connection factory), asks clients there for
+certificates signed by the truststore's CAs (``ssl.clientAuth``) and authenticates them
+by their certificate (ZooKeeper's x509 provider), so that znodes created with the
+``auth`` ACL scheme (Kafka's ``zookeeper.set.acl``) belong to the certificate's subject.
+Keystore and truststore are PEM files. The plain port stays open: the readiness probes
+(four-letter words) use it, and what the ACLs protect is the same on both ports.
+
 The jars come from ``make zookeeper-libs``: the directory named by ``TIDELOG_ZOOKEEPER_LIBS``
 (the Makefile exports it), else the newest complete ``zookeeper-<version>/libs`` in
 tidelog's cache directory.
@@ -24,6 +32,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import NoReturn
@@ -36,6 +45,7 @@ __all__ = [
     "ZooKeeperServer",
     "ZooKeeperSetupError",
     "ZooKeeperStartError",
+    "ZooKeeperTls",
     "find_java",
     "four_letter_word",
     "zookeeper_libs",
@@ -147,6 +157,17 @@ def _properties_value(value: object) -> str:
     return str(value).replace("\\", "\\\\")
 
 
+@dataclass(frozen=True)
+class ZooKeeperTls:
+    """TLS for a server's secure port: ``keystore`` a PEM file with the server's private
+    key and certificate chain, ``truststore`` a PEM file of the CAs whose clients it
+    accepts; ``client_auth`` ZooKeeper's ``ssl.clientAuth`` (need, want or none)."""
+
+    keystore: Path
+    truststore: Path
+    client_auth: str = "need"
+
+
 class ZooKeeperServer:
     """A ZooKeeper server on ``host:port`` keeping its data in ``data_dir``: standalone,
     or server ``my_id`` of the ensemble ``servers`` (id → ``host:peer-port:election-port``,
@@ -169,6 +190,7 @@ class ZooKeeperServer:
         java: str | None = None,
         servers: Mapping[int, str] | None = None,
         my_id: int | None = None,
+        tls: ZooKeeperTls | None = None,
     ) -> None:
         if (servers is None) != (my_id is None) or (servers and my_id not in servers):
             raise ZooKeeperError("an ensemble member needs the servers and its own id among them")
@@ -181,6 +203,8 @@ class ZooKeeperServer:
         self._java = java
         self.servers = dict(servers or {})
         self.my_id = my_id
+        self.tls = tls
+        self._secure_port: int | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log_offset = 0  # where the current run's output starts in the log
 
@@ -197,6 +221,18 @@ class ZooKeeperServer:
     def connect_string(self) -> str:
         """``host:port``, for kazoo's ``hosts`` or Kafka's ``zookeeper.connect``."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def secure_port(self) -> int:
+        """The TLS port (with ``tls``), picked at the first start and kept for restarts."""
+        if self.tls is None or self._secure_port is None:
+            raise ZooKeeperError("no TLS port: give the server tls= and start it")
+        return self._secure_port
+
+    @property
+    def secure_connect_string(self) -> str:
+        """``host:secure_port``, for a client with ``zookeeper.ssl.client.enable``."""
+        return f"{self.host}:{self.secure_port}"
 
     @property
     def config_path(self) -> Path:
@@ -236,6 +272,8 @@ class ZooKeeperServer:
         for attempt in range(1, attempts + 1):
             if self._port is None:
                 self._port = _free_port(self.host)
+            if self.tls is not None and self._secure_port is None:
+                self._secure_port = _free_port(self.host)
             try:
                 self._launch(java, libs)
                 if not wait:
@@ -244,7 +282,7 @@ class ZooKeeperServer:
             except _PortTaken:
                 if attempt == attempts:
                     raise
-                self._port = None
+                self._port = self._secure_port = None
             else:
                 break
         return self
@@ -303,12 +341,30 @@ class ZooKeeperServer:
             # cons names each connection's session: which server a broker talks to.
             "4lw.commands.whitelist": "ruok,srvr,stat,cons",
         }
+        if self.tls is not None:
+            settings.update(self._tls_settings())
         if self.servers:
             (self.data_dir / "myid").write_text(f"{self.my_id}\n")
             settings.update({"initLimit": 10, "syncLimit": 5, "quorumListenOnAllIPs": "true"})
             settings.update({f"server.{i}": peer for i, peer in sorted(self.servers.items())})
         lines = [f"{key}={_properties_value(value)}" for key, value in settings.items()]
         self.config_path.write_text("\n".join(["# written by tidelog-zookeeper", *lines, ""]))
+
+    def _tls_settings(self) -> dict[str, object]:
+        tls = self.tls
+        return {
+            "secureClientPortAddress": self.host,
+            "secureClientPort": self._secure_port,
+            "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
+            "ssl.keyStore.location": Path(tls.keystore).absolute(),
+            "ssl.keyStore.type": "PEM",
+            "ssl.trustStore.location": Path(tls.truststore).absolute(),
+            "ssl.trustStore.type": "PEM",
+            "ssl.clientAuth": tls.client_auth,
+            # Clients connect by address; their certificates name them, not their IPs.
+            "ssl.hostnameVerification": "false",
+            "authProvider.x509": "org.apache.zookeeper.server.auth.X509AuthenticationProvider",
+        }
 
     def _launch(self, java: str, libs: Path) -> None:
         self._write_config()
