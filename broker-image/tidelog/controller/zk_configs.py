@@ -47,7 +47,16 @@ class ConfigZnodes(ZkSession):
             data, _ = self.zk.get(config_path(entity_type, name))
         except NoNodeError:
             return {}
-        return dict(decode_json(data).get("config", {}))
+        document = decode_json(data)  # a parent made for a nested entity holds nothing
+        return dict(document.get("config", {})) if isinstance(document, dict) else {}
+
+    def config_entities(self, path: str) -> list[str]:
+        """The entity names (as ZooKeeper holds them) under ``/config/<path>``, e.g.
+        ``users`` or ``users/alice/clients``; none when it does not exist."""
+        try:
+            return sorted(self.zk.get_children(f"/config/{path}"))
+        except NoNodeError:
+            return []
 
     def set_entity_config(self, entity_type: str, name: str, config: Mapping[str, str]) -> None:
         """Write an entity's configs and announce the change (Kafka's notification)."""
