@@ -70,6 +70,7 @@ from tidelog.server.dynamic_config import (
     log_config_for,
     read_topic_overrides,
 )
+from tidelog.server.entity_configs import EntityConfigs
 from tidelog.server.fetch_sessions import FetchSessionCache
 from tidelog.server.internal_topics import InternalTopics
 from tidelog.server.isr_writes import leave_isrs_of_lost_replicas, shrink_isrs, write_isrs
@@ -151,9 +152,12 @@ class Broker:
 
     async def _load_dynamic_config(self) -> int:
         """The dynamic broker configs layered over the static ones, their replication
-        rates set; the last config change notification that covers."""
+        rates set, and the users' and clients' configs (quotas, SCRAM credentials); the
+        last config change notification that covers."""
         self.config, last_change = await load_broker_config(self.zk, self.broker_id, self.config)
         self.throttles.set_rates(self.config)
+        self.entity_configs = EntityConfigs(self.zk)
+        await asyncio.to_thread(self.entity_configs.load)
         return last_change
 
     async def _start_logs(self, cluster_id: str, topic_overrides: dict[str, dict[str, str]]):
@@ -191,6 +195,7 @@ class Broker:
             self.broker_id,
             self.log_manager,
             self.throttles,
+            self.entity_configs,
             overrides=topic_overrides,
             last_change=last_config_change,
             current=lambda: self.config,

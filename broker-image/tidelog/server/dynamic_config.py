@@ -12,7 +12,9 @@ Following ``/config/changes``: the kazoo watch only hands over to the event loop
 reads the announced entity (ZooKeeper calls in worker threads) and applies it, a
 topic's overrides to its logs and its throttled replicas, a broker change (this
 broker's or ``<default>``) to the broker's configuration, its replication rates, and the
-defaults of every topic without an override of its own.
+defaults of every topic without an override of its own, a user's or client's
+(``users/alice``, ``users/alice/clients/app``, ``clients/app``) to the
+:class:`~.entity_configs.EntityConfigs`.
 
 Replication throttles (seed 003 修改主题限速): the rates come from the broker configs,
 the throttled replicas from each topic's overrides (:class:`ReplicationThrottles`).
@@ -38,6 +40,7 @@ from tidelog.replication.quota import (
     ReplicationQuota,
 )
 from tidelog.server.config import BrokerConfig, ConfigError
+from tidelog.server.entity_configs import CLIENTS, USERS, EntityConfigs
 from tidelog.storage.config import LogConfig, LogConfigError
 from tidelog.storage.log_manager import LogManager
 
@@ -132,7 +135,8 @@ def log_config_for(config: BrokerConfig, topic: str, overrides: dict[str, str]) 
 
 class DynamicConfig:
     """Follows ``/config/changes`` for broker ``broker_id`` and applies what changed:
-    topic overrides to ``log_manager`` and ``throttles``, broker configs through
+    topic overrides to ``log_manager`` and ``throttles``, users' and clients' configs
+    (quotas, SCRAM credentials) to ``entity_configs``, broker configs through
     ``apply_broker_config`` (which installs the new :class:`BrokerConfig`; ``current``
     returns the one in force). Made on the event loop, after the logs have loaded with
     ``overrides`` (:func:`read_topic_overrides`)."""
@@ -143,6 +147,7 @@ class DynamicConfig:
         broker_id: int,
         log_manager: LogManager,
         throttles: ReplicationThrottles,
+        entity_configs: EntityConfigs,
         *,
         overrides: dict[str, dict[str, str]],
         last_change: int,
@@ -153,6 +158,7 @@ class DynamicConfig:
         self._broker_id = broker_id
         self._log_manager = log_manager
         self._throttles = throttles
+        self._entity_configs = entity_configs
         self._current = current
         self._apply_broker_config = apply_broker_config
         # Each topic's overrides as last read from /config/topics/<topic>.
@@ -220,6 +226,8 @@ class DynamicConfig:
                 str(self._broker_id),
             ):
                 await self._apply_broker_change()
+            elif entity_type in (USERS, CLIENTS):
+                await self._entity_configs.refresh(entity_type, entity_name)
         if names:
             now_ms = int(time.time() * 1000)
             await asyncio.to_thread(zk.purge_config_changes, names, now_ms)
