@@ -57,6 +57,11 @@ BROKER_KEYS_LEFT_OUT = {
     "log.dirs": "directories of the machine",
     "log.dir": "a directory of the machine",
     "broker.rack": "any string, nothing to refuse",
+    # The authorizer's: Kafka's KafkaConfig takes any class name (the broker fails later,
+    # loading it) and leaves the AclAuthorizer's own keys to the authorizer.
+    "authorizer.class.name": "any string to KafkaConfig; tidelog refuses unknown classes",
+    "super.users": "the AclAuthorizer's key, not KafkaConfig's",
+    "allow.everyone.if.no.acl.found": "the AclAuthorizer's key, not KafkaConfig's",
     # Kafka's password type takes any string: nothing to refuse.
     "ssl.keystore.password": "any string",
     "ssl.key.password": "any string",
