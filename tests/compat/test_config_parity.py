@@ -66,6 +66,25 @@ BROKER_KEYS_LEFT_OUT = {
     "ssl.keystore.password": "any string",
     "ssl.key.password": "any string",
     "ssl.truststore.password": "any string",
+    # TLS keys KafkaConfig does not validate (the listener's SSL factory reads them).
+    **{
+        key: "any value: KafkaConfig does not validate it"
+        for key in (
+            "ssl.protocol",
+            "ssl.enabled.protocols",
+            "ssl.cipher.suites",
+            "ssl.keystore.type",
+            "ssl.keystore.location",
+            "ssl.keystore.key",
+            "ssl.keystore.certificate.chain",
+            "ssl.truststore.type",
+            "ssl.truststore.location",
+            "ssl.truststore.certificates",
+            "ssl.endpoint.identification.algorithm",
+            "ssl.principal.mapping.rules",
+        )
+    },
+    "control.plane.listener.name": "valid only if it names one of the listeners",
     # Kafka's ZooKeeper client TLS keys: strings, lists and passwords it does not validate.
     **{
         f"zookeeper.{key}": "any value: Kafka does not validate it"
@@ -223,6 +242,10 @@ MEMBERS = {
         *(" *", "0:1,", "0:1:2", "2147483648:1", "0 : 1", "* "),
     ),
     "compression.gzip.level": ("-1", "1", "9", "0", "10", "-2", "6", "abc", ""),
+    "ssl.client.auth": ("none", "requested", "required", "NONE", "Required", "", " none", "x"),
+    "security.inter.broker.protocol": (
+        *("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", "ssl", "Sasl_Ssl", "TLS", ""),
+    ),
 }
 MEMBERS["follower.replication.throttled.replicas"] = MEMBERS[
     "leader.replication.throttled.replicas"

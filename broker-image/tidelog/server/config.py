@@ -25,13 +25,14 @@ piece, and its validators sit beside each key.
 
 from __future__ import annotations
 
-import re
+import dataclasses
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from tidelog.protocol.admin_enums import ConfigSource
 from tidelog.security.authorizer_configs import AUTHORIZER_KEYS
 from tidelog.security.listener_configs import LISTENER_KEYS
+from tidelog.security.listeners import check_listeners, parse_listener, prefixed_key_base
 from tidelog.security.quota_configs import QUOTA_KEYS
 from tidelog.security.sasl_configs import SASL_KEYS
 from tidelog.security.zookeeper_configs import ZOOKEEPER_SECURITY_KEYS
@@ -277,9 +278,9 @@ class BrokerConfig:
     """Static settings (file + overrides) layered with dynamic ones from ZooKeeper."""
 
     def __init__(self, static: Mapping[str, str]):
-        self.unknown = sorted(set(static) - set(BROKER_CONFIGS))
+        self.unknown = sorted(k for k in static if _definition(k) is None)
         self._static = {
-            k: BROKER_CONFIGS[k].parse(v) for k, v in static.items() if k in BROKER_CONFIGS
+            k: _definition(k).parse(v) for k, v in static.items() if _definition(k) is not None
         }
         self._cluster: dict[str, object] = {}
         self._broker: dict[str, object] = {}
@@ -289,7 +290,7 @@ class BrokerConfig:
     def _dynamic(values: Mapping[str, str]) -> dict[str, object]:
         parsed = {}
         for key, raw in values.items():
-            definition = BROKER_CONFIGS.get(key)
+            definition = _definition(key)
             if definition is None or definition.scope is Scope.READ_ONLY:
                 continue  # ignored like Kafka ignores stale dynamic entries
             parsed[key] = definition.parse(raw)
@@ -342,7 +343,7 @@ class BrokerConfig:
         ):
             if key in layer:
                 found.append((source, layer[key]))
-        found.append((ConfigSource.DEFAULT_CONFIG, BROKER_CONFIGS[key].default))
+        found.append((ConfigSource.DEFAULT_CONFIG, _definition(key).default))
         return found
 
     def __getitem__(self, key: str):
@@ -361,12 +362,12 @@ class BrokerConfig:
 
     @property
     def listeners(self) -> list[tuple[str, str, int]]:
-        return [_parse_listener(item) for item in self["listeners"]]
+        return [parse_listener(item) for item in self["listeners"]]
 
     @property
     def advertised_listeners(self) -> list[tuple[str, str, int]]:
         advertised = self["advertised.listeners"]
-        return [_parse_listener(item) for item in advertised] if advertised else self.listeners
+        return [parse_listener(item) for item in advertised] if advertised else self.listeners
 
     def _first_set_ms(self, *candidates: tuple[str, int]) -> int:
         for key, factor in candidates:
@@ -411,8 +412,7 @@ class BrokerConfig:
             raise ConfigError("zookeeper.connect is required")
         if not self["listeners"]:
             raise ConfigError("listeners must name at least one listener")
-        for item in self["listeners"]:
-            _parse_listener(item)
+        check_listeners(self)
         # Without advertised.listeners the listeners are advertised: as in Kafka, a
         # meta-address is refused there too (an empty host advertises the machine's name).
         for name, host, _ in self.advertised_listeners:
@@ -491,10 +491,9 @@ _KAFKA_RULES = {
 }
 
 
-def _parse_listener(item: str) -> tuple[str, str, int]:
-    """``NAME://host:port`` → (name, host, port); an empty host means all interfaces."""
-    match = re.fullmatch(r"([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:]*):(\d+)", item.strip())
-    if not match:
-        raise ConfigError(f"listener {item!r} is not NAME://host:port")
-    host = match[2].strip("[]")
-    return match[1].upper(), host, int(match[3])
+def _definition(key: str) -> ConfigKey | None:
+    """A key's definition; a ``listener.name.<name>.`` key has its base key's."""
+    found = BROKER_CONFIGS.get(key)
+    if found is None and (base := prefixed_key_base(key, BROKER_CONFIGS)) is not None:
+        found = dataclasses.replace(BROKER_CONFIGS[base], name=key)
+    return found
