@@ -66,6 +66,10 @@ BROKER_KEYS_LEFT_OUT = {
     "ssl.keystore.password": "any string",
     "ssl.key.password": "any string",
     "ssl.truststore.password": "any string",
+    "sasl.jaas.config": "any string (a listener's JAAS entries are checked at start)",
+    "sasl.enabled.mechanisms": "any list: Kafka checks it only for a SASL listener",
+    "sasl.mechanism.inter.broker.protocol": "any string: Kafka checks it only for a SASL "
+    "inter-broker listener",
     # TLS keys KafkaConfig does not validate (the listener's SSL factory reads them).
     **{
         key: "any value: KafkaConfig does not validate it"
@@ -126,6 +130,7 @@ VALUES_LEFT_OUT = {
 EDGES = {
     "broker.id": ("1000", "1001"),
     "connections.max.idle.ms": ("100", "101"),
+    "connection.failed.authentication.delay.ms": ("599999", "600000"),
     "log.cleaner.dedupe.buffer.size": ("1048576", "1048577", "2097152"),
     "log.cleaner.threads": ("128", "127"),
     "log.index.size.max.bytes": ("12",),
@@ -167,6 +172,7 @@ BROKER_RANGES = {
     "num.partitions": (1, None),
     "message.max.bytes": (0, None),
     "socket.request.max.bytes": (1, None),
+    "connection.failed.authentication.delay.ms": (0, None),
     "num.network.threads": (1, None),
     "num.io.threads": (1, None),
     "num.recovery.threads.per.data.dir": (1, None),

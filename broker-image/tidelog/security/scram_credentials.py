@@ -9,7 +9,7 @@ the user's config znode, ``/config/users/<user>``, under the mechanism's name::
 
 The same znode holds the user's quotas (``producer_byte_rate``...): a write reads the
 znode first and keeps its other keys, then announces the change in ``/config/changes``
-(``users/<user>``), so that every broker reads it again.
+(``users/<user>``, the name sanitized as Kafka writes it), so that every broker reads it again.
 
 Passwords are UTF-8 bytes as Kafka uses them (no SASLprep).
 """
@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from tidelog.controller.zk_configs import ConfigZnodes
+from tidelog.server.entity_configs import USERS, sanitize
 
 __all__ = [
     "MAX_ITERATIONS",
@@ -34,7 +35,6 @@ __all__ = [
     "user_credentials",
 ]
 
-USERS = "users"
 MAX_ITERATIONS = 16384  # Kafka refuses more in AlterUserScramCredentials
 
 
@@ -152,9 +152,10 @@ def alter_user_credentials(
 ) -> None:
     """Set and delete credentials of ``user`` (mechanism names) in its config znode,
     keeping the znode's other keys, and announce the change. Blocking (ZooKeeper)."""
-    config = znodes.entity_config(USERS, user)
+    name = sanitize(user)
+    config = znodes.entity_config(USERS, name)
     for mechanism in deletions:
         config.pop(mechanism, None)
     for mechanism, credential in upsertions.items():
         config[mechanism] = credential.to_config_value()
-    znodes.set_entity_config(USERS, user, config)
+    znodes.set_entity_config(USERS, name, config)

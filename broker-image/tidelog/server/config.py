@@ -261,9 +261,8 @@ _LOG_CONFIG_SOURCES = {
     "preallocate": "log.preallocate",
 }
 
-# Kafka's values of two keys tidelog does not have, which KafkaConfig checks others against.
+# Kafka's value of a key tidelog does not have, which KafkaConfig checks another against.
 _RESERVED_BROKER_MAX_ID = 1000  # reserved.broker.max.id
-_FAILED_AUTHENTICATION_DELAY_MS = 100  # connection.failed.authentication.delay.ms
 _MIB = 1024 * 1024
 
 
@@ -465,13 +464,16 @@ class BrokerConfig:
             (
                 "connections.max.idle.ms",
                 self["connections.max.idle.ms"],
-                0 <= self["connections.max.idle.ms"] <= _FAILED_AUTHENTICATION_DELAY_MS,
+                0
+                <= self["connections.max.idle.ms"]
+                <= self["connection.failed.authentication.delay.ms"],
             ),
         ):
             if problem:
-                raise ConfigError(
-                    f"Invalid value {value} for configuration {key}: {_KAFKA_RULES[key]}"
+                rule = _KAFKA_RULES[key].format(
+                    delay=self["connection.failed.authentication.delay.ms"]
                 )
+                raise ConfigError(f"Invalid value {value} for configuration {key}: {rule}")
 
 
 _KAFKA_RULES = {
@@ -486,8 +488,8 @@ _KAFKA_RULES = {
     "(log.cleaner.threads, at least 1)",
     "replica.socket.timeout.ms": "must be at least replica.fetch.wait.max.ms",
     "replica.fetch.wait.max.ms": "must be at most replica.lag.time.max.ms",
-    "connections.max.idle.ms": f"must be negative (no limit) or more than "
-    f"{_FAILED_AUTHENTICATION_DELAY_MS} (connection.failed.authentication.delay.ms)",
+    "connections.max.idle.ms": "must be negative (no limit) or more than "
+    "connection.failed.authentication.delay.ms={delay}",
 }
 
 
