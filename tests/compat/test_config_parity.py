@@ -219,6 +219,10 @@ BROKER_RANGES = {
     "leader.imbalance.check.interval.seconds": (1, None),
     "replication.quota.window.num": (1, None),
     "replication.quota.window.size.seconds": (1, None),
+    "quota.window.num": (1, None),
+    "quota.window.size.seconds": (1, None),
+    "controller.quota.window.num": (1, None),
+    "controller.quota.window.size.seconds": (1, None),
 }
 
 VERSIONS = (
