@@ -37,6 +37,7 @@ from kazoo.retry import KazooRetry
 
 from tidelog.controller.zk_addresses import ZooKeeperAddresses
 from tidelog.controller.zk_data import PERSISTENT_PATHS
+from tidelog.controller.zk_security import ZkClientSecurity, secured_kazoo_client
 
 __all__ = [
     "SESSION_ERRORS",
@@ -126,8 +127,10 @@ class ZkSession:
         session_timeout_ms: int = 18000,
         connection_timeout_ms: int | None = None,
         give_up: threading.Event | None = None,
+        security: ZkClientSecurity | None = None,
     ):
         self.connect_string = connect
+        self._security = security
         # Set by a broker stopped while it starts: start() stops waiting for ZooKeeper.
         self._give_up = give_up or threading.Event()
         self._hosts, self._chroot = split_connect_string(connect)
@@ -169,7 +172,8 @@ class ZkSession:
             self.zk.ensure_path(path)
 
     def _kazoo_client(self, hosts: str) -> KazooClient:
-        return KazooClient(
+        return secured_kazoo_client(
+            self._security,
             hosts=hosts,
             timeout=self._session_timeout,
             connection_retry=KazooRetry(max_tries=-1, max_delay=RECONNECT_MAX_DELAY_S),

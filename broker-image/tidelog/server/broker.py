@@ -48,6 +48,7 @@ from tidelog.controller.requests import (
 from tidelog.controller.zk_brokers import BrokerIdTakenError
 from tidelog.controller.zk_client import KafkaZkClient
 from tidelog.controller.zk_data import BrokerRegistration
+from tidelog.controller.zk_security import zk_client_security
 from tidelog.controller.zk_session import SESSION_ERRORS
 from tidelog.coordinator.group_coordinator import (
     OFFSETS_TOPIC,
@@ -143,6 +144,7 @@ class Broker:
             session_timeout_ms=config["zookeeper.session.timeout.ms"],
             connection_timeout_ms=config["zookeeper.connection.timeout.ms"],
             give_up=self._stop_starting,
+            security=zk_client_security(config),
         )
         await asyncio.to_thread(self.zk.start)
         cluster_id = await asyncio.to_thread(self.zk.get_or_create_cluster_id)

@@ -1,0 +1,164 @@
+"""The broker's ZooKeeper client secured as Kafka's is: TLS to ZooKeeper with a client
+certificate (``zookeeper.ssl.*``), and ``zookeeper.set.acl`` making the znodes the broker
+creates changeable only by the identity of that certificate (Kafka's defaultAcls: the
+creator may do everything, the world may read, except the sensitive paths).
+
+A real ZooKeeper serves TLS with x509 client authentication; a real broker process
+connects with its certificate; kazoo clients, one without a certificate and one with a
+certificate of another identity from the same CA, try to change what the broker made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ssl
+
+import pytest
+from kazoo.exceptions import NoAuthError
+
+from integration.broker_process import BrokerProcess
+from tidelog.admin import AdminClient
+from tidelog.controller.zk_security import ZkClientSecurity, secured_kazoo_client
+from tidelog.security.certificates import CertificateAuthority
+from tidelog.zookeeper.server import ZooKeeperServer, ZooKeeperTls
+
+BROKER_SUBJECT = "CN=broker-1,O=tidelog"
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory):
+    """A CA, ZooKeeper's certificate, the broker's and an intruder's, as PEM files."""
+    directory = tmp_path_factory.mktemp("zk-tls")
+    ca = CertificateAuthority("CN=zookeeper-test-ca")
+    (directory / "ca.pem").write_bytes(ca.certificate_pem)
+    for name, subject in (
+        ("zookeeper", "CN=zookeeper"),
+        ("broker", BROKER_SUBJECT),
+        ("intruder", "CN=intruder"),
+    ):
+        issued = ca.issue(subject, hosts=["127.0.0.1", "localhost"])
+        (directory / f"{name}.pem").write_bytes(issued.key_pem() + issued.chain_pem)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def tls_zookeeper(tmp_path_factory, tls_files):
+    tls = ZooKeeperTls(tls_files / "zookeeper.pem", tls_files / "ca.pem")
+    with ZooKeeperServer(tmp_path_factory.mktemp("zk-data"), tls=tls) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def _session(hosts: str, tls_files=None, identity: str | None = None, *, set_acl: bool = False):
+    """A started kazoo session on ``hosts``: plain, or TLS with ``identity``'s
+    certificate (and Kafka's secure ACLs on what it creates with ``set_acl``)."""
+    security = None
+    if identity is not None:
+        context = ssl.create_default_context(cafile=str(tls_files / "ca.pem"))
+        context.check_hostname = False
+        context.load_cert_chain(str(tls_files / f"{identity}.pem"))
+        security = ZkClientSecurity(context, set_acl)
+    client = secured_kazoo_client(security, hosts=hosts)
+    client.start(timeout=15)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def _tls_properties(tls_files) -> dict[str, str]:
+    return {
+        "zookeeper.ssl.client.enable": "true",
+        "zookeeper.ssl.keystore.location": str(tls_files / "broker.pem"),
+        "zookeeper.ssl.truststore.location": str(tls_files / "ca.pem"),
+        # The test's certificates name 127.0.0.1, so the host check can stay on.
+        "zookeeper.ssl.endpoint.identification.algorithm": "HTTPS",
+    }
+
+
+def test_a_broker_with_set_acl_owns_what_it_creates(tmp_path, tls_files, tls_zookeeper):
+    chroot = "/secured"
+    broker = BrokerProcess(
+        tmp_path / "broker",
+        tls_zookeeper.secure_connect_string + chroot,
+        overrides={**_tls_properties(tls_files), "zookeeper.set.acl": "true"},
+    ).start()
+    try:
+        AdminClient(broker.bootstrap).create_topic("owned", partitions=1, replication_factor=1)
+        secure = tls_zookeeper.secure_connect_string + chroot
+        with (
+            _session(tls_zookeeper.connect_string + chroot) as anonymous,
+            _session(secure, tls_files, "intruder") as intruder,
+        ):
+            # The world reads what is not sensitive...
+            assert anonymous.exists("/brokers/topics/owned")
+            data, _ = anonymous.get("/brokers/ids/1")
+            assert b'"PLAINTEXT://127.0.0.1' in data
+            # ...but only the broker's certificate may change it.
+            acls, _ = anonymous.get_acls("/brokers/topics/owned")
+            assert {(acl.id.scheme, acl.id.id) for acl in acls} == {
+                ("x509", BROKER_SUBJECT),
+                ("world", "anyone"),
+            }
+            for client in (anonymous, intruder):
+                with pytest.raises(NoAuthError):
+                    client.set("/brokers/topics/owned", b"{}")
+                with pytest.raises(NoAuthError):
+                    client.create("/brokers/topics/planted", b"{}")
+            with pytest.raises(NoAuthError):
+                intruder.create("/config/topics/planted", b"{}")
+    finally:
+        assert broker.stop() == 0, broker.log()[-3000:]
+
+
+def test_sensitive_paths_are_readable_by_their_creator_only(tls_files, tls_zookeeper):
+    """Users' configs hold SCRAM credentials: created with Kafka's secure ACLs, nobody
+    else may even read them, while other znodes stay world-readable."""
+    with _session(tls_zookeeper.connect_string) as root:
+        root.ensure_path("/sensitive-test")
+    secure = tls_zookeeper.secure_connect_string + "/sensitive-test"
+    with _session(secure, tls_files, "broker", set_acl=True) as owner:
+        owner.create("/config/users/alice", b"{}", makepath=True)
+        owner.create("/config/topics/t", b"{}", makepath=True)
+        assert owner.get("/config/users/alice")[0] == b"{}"
+    hosts = tls_zookeeper.connect_string + "/sensitive-test"
+    with _session(hosts) as anonymous, _session(secure, tls_files, "intruder") as intruder:
+        assert anonymous.get("/config/topics/t")[0] == b"{}"
+        for client in (anonymous, intruder):
+            with pytest.raises(NoAuthError):
+                client.get("/config/users/alice")
+
+
+def test_set_acl_without_a_client_certificate_is_refused_in_one_line(tmp_path, tls_zookeeper):
+    broker = BrokerProcess(
+        tmp_path / "broker",
+        tls_zookeeper.connect_string + "/refused",
+        overrides={"zookeeper.set.acl": "true"},
+    )
+    with pytest.raises(RuntimeError, match="exited with 1") as refused:
+        broker.start()
+    assert (
+        "zookeeper.set.acl is true, but ZooKeeper client TLS configuration identifying at "
+        "least zookeeper.ssl.client.enable and zookeeper.ssl.keystore.location is missing"
+    ) in str(refused.value)
+    assert "Traceback" not in broker.log()
+
+
+def test_a_foreign_ca_is_not_trusted(tmp_path, tls_files, tls_zookeeper):
+    """A broker whose truststore does not hold ZooKeeper's CA does not connect: it gives up
+    after zookeeper.connection.timeout.ms with one line naming ZooKeeper."""
+    foreign = CertificateAuthority("CN=foreign-ca")
+    (tmp_path / "foreign-ca.pem").write_bytes(foreign.certificate_pem)
+    broker = BrokerProcess(
+        tmp_path / "broker",
+        tls_zookeeper.secure_connect_string + "/foreign",
+        overrides={
+            **_tls_properties(tls_files),
+            "zookeeper.ssl.truststore.location": str(tmp_path / "foreign-ca.pem"),
+            "zookeeper.connection.timeout.ms": "3000",
+        },
+    )
+    with pytest.raises(RuntimeError, match="exited with 1") as refused:
+        broker.start()
+    assert "no ZooKeeper answered at 127.0.0.1:" in str(refused.value)
