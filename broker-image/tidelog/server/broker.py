@@ -60,6 +60,7 @@ from tidelog.protocol.errors import ErrorCode
 from tidelog.replication.fetcher import FetcherConfig
 from tidelog.replication.log_dir_mover import LogDirMover
 from tidelog.replication.replica_manager import AppendResult, ReplicaManager
+from tidelog.security.authenticator import AuthenticatorFactory
 from tidelog.server.config import BrokerConfig
 from tidelog.server.controlled_shutdown import ShuttingDownBroker, shut_down_controlled
 from tidelog.server.controller_requests import ControllerRequests
@@ -110,6 +111,11 @@ class Broker:
         self.follower_quota = self.throttles.follower
         self.alter_log_dirs_quota = self.throttles.alter_log_dirs
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
+        # SASL listeners' authentication (ConfigError here when one cannot serve): users'
+        # SCRAM credentials from entity_configs, loaded at start.
+        self.authenticator_factory = AuthenticatorFactory(
+            lambda: self.config, lambda user: self.entity_configs.user(user)
+        )
 
     # -- life cycle ----------------------------------------------------------------------
 

@@ -6,6 +6,11 @@ undecodable request (unknown API, unsupported version, malformed body) closes th
 connection with a log line naming the client, because no response the client could
 read exists for it.
 
+On a SASL listener a connection authenticates first: its authenticator (made at its first
+request by ``broker.authenticator_factory``) admits only what its state allows (see
+:mod:`tidelog.security.authenticator`), and takes the raw tokens that follow a v0
+SaslHandshake; anything else closes the connection with one log line.
+
 Requests of an API in ``BURST_HANDLERS`` that a client pipelined, read together from its
 connection, are handled together (:meth:`RequestDispatcher.handle_burst`): a burst of
 OffsetCommits costs one append to ``__consumer_offsets``.
@@ -23,6 +28,7 @@ from tidelog.protocol import (
     frame_response_body,
 )
 from tidelog.protocol.errors import RemoteProtocolError, UnsupportedVersionError
+from tidelog.security.sasl_listeners import SASL_PROTOCOLS
 from tidelog.server.handlers.api_versions import (
     handle_api_versions,
     unsupported_version_response,
@@ -73,6 +79,7 @@ from tidelog.server.handlers.partition_reassignments import (
     handle_list_partition_reassignments,
 )
 from tidelog.server.handlers.produce import handle_produce
+from tidelog.server.handlers.sasl import handle_sasl_authenticate, handle_sasl_handshake
 from tidelog.server.handlers.stop_replica import handle_stop_replica
 from tidelog.server.handlers.update_metadata import handle_update_metadata
 from tidelog.server.network import CloseConnection, ConnectionContext
@@ -83,6 +90,8 @@ logger = logging.getLogger(__name__)
 
 HANDLERS = {
     ApiKey.API_VERSIONS: handle_api_versions,
+    ApiKey.SASL_HANDSHAKE: handle_sasl_handshake,
+    ApiKey.SASL_AUTHENTICATE: handle_sasl_authenticate,
     ApiKey.METADATA: handle_metadata,
     ApiKey.PRODUCE: handle_produce,
     ApiKey.FETCH: handle_fetch,
@@ -150,6 +159,10 @@ class RequestDispatcher:
         handled together; None when one of them does not decode, and then each must be
         handled alone (so that it closes the connection after the answers before it)."""
         await self.broker.ready.wait()
+        if context.security_protocol in SASL_PROTOCOLS and not (
+            context.authenticator is not None and context.authenticator.admits_all()
+        ):
+            return None  # authentication first, request by request
         requests = []
         for frame in frames:
             try:
@@ -184,6 +197,16 @@ class RequestDispatcher:
 
     async def __call__(self, frame: bytes, context: ConnectionContext):
         await self.broker.ready.wait()
+        # Authentication (tidelog.security.authenticator): on a SASL listener, only the
+        # requests the connection's state admits, or its raw SASL tokens, pass.
+        authenticator = context.authenticator
+        if authenticator is None and context.security_protocol in SASL_PROTOCOLS:
+            authenticator = self.broker.authenticator_factory.for_connection(context)
+            context.authenticator = authenticator
+        if authenticator is not None:
+            if authenticator.expects_raw_token:
+                return await authenticator.raw_token(frame)
+            authenticator.admit(len(frame), int.from_bytes(frame[:2], "big") if frame else -1)
         try:
             header, body = decode_request(frame)
         except UnsupportedVersionError as error:
