@@ -2,7 +2,9 @@
 ZooKeeper membership, the controller role and the network.
 
 Start-up order (:meth:`Broker.start`): ZooKeeper session and cluster id; the dynamic
-broker configs layered over the static ones (:mod:`.dynamic_config`); the logs
+broker configs layered over the static ones (:mod:`.dynamic_config`), the users' and
+clients' configs and the client quotas they set (:mod:`.entity_configs`,
+:mod:`.request_quotas`); the logs
 (recovered if the last shutdown was unclean), replication and the coordinators; the
 listeners, the ISRs this broker leaves because it holds no log of their partition (say
 its disks were replaced, :mod:`.isr_writes`), then the ``/brokers/ids/<id>``
@@ -61,6 +63,7 @@ from tidelog.replication.fetcher import FetcherConfig
 from tidelog.replication.log_dir_mover import LogDirMover
 from tidelog.replication.replica_manager import AppendResult, ReplicaManager
 from tidelog.security.authenticator import AuthenticatorFactory
+from tidelog.security.quotas import ClientQuotas, QuotaWindows
 from tidelog.server.config import BrokerConfig
 from tidelog.server.controlled_shutdown import ShuttingDownBroker, shut_down_controlled
 from tidelog.server.controller_requests import ControllerRequests
@@ -78,6 +81,7 @@ from tidelog.server.internal_topics import InternalTopics
 from tidelog.server.isr_writes import leave_isrs_of_lost_replicas, shrink_isrs, write_isrs
 from tidelog.server.metadata_cache import MetadataCache
 from tidelog.server.network import SocketServer
+from tidelog.server.request_quotas import RequestQuotas
 from tidelog.storage.cleaner import CleanerConfig
 from tidelog.storage.log_manager import LogManager
 
@@ -129,6 +133,7 @@ class Broker:
         self._loop = asyncio.get_running_loop()
         cluster_id = await self._connect_to_zookeeper()
         last_config_change = await self._load_dynamic_config()
+        self._start_quotas()
         topic_overrides = await asyncio.to_thread(read_topic_overrides, self.zk)
         await self._start_logs(cluster_id, topic_overrides)
         self._start_replication_and_coordinators(topic_overrides, last_config_change)
@@ -167,6 +172,24 @@ class Broker:
         self.entity_configs = EntityConfigs(self.zk)
         await asyncio.to_thread(self.entity_configs.load)
         return last_change
+
+    def _start_quotas(self) -> None:
+        """The client quotas (producer_byte_rate, ...), read from the users' and clients'
+        configs, kept on the event loop's clock, consulted by the dispatcher."""
+        config = self.config
+        clock = asyncio.get_running_loop().time
+        client_quotas = ClientQuotas(
+            self.entity_configs,
+            QuotaWindows(config["quota.window.num"], config["quota.window.size.seconds"] * 1000),
+            QuotaWindows(
+                config["controller.quota.window.num"],
+                config["controller.quota.window.size.seconds"] * 1000,
+            ),
+            clock=clock,
+        )
+        self.entity_configs.subscribe(client_quotas.configs_changed)
+        self.quotas = RequestQuotas(client_quotas, clock)
+        self.dispatcher.quotas = self.quotas
 
     async def _start_logs(self, cluster_id: str, topic_overrides: dict[str, dict[str, str]]):
         """The metadata cache and the logs, loaded (recovered after an unclean shutdown)

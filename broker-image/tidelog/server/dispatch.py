@@ -34,6 +34,10 @@ from tidelog.server.handlers.api_versions import (
     unsupported_version_response,
     version_ranges,
 )
+from tidelog.server.handlers.client_quotas import (
+    handle_alter_client_quotas,
+    handle_describe_client_quotas,
+)
 from tidelog.server.handlers.configs import (
     handle_alter_configs,
     handle_describe_configs,
@@ -80,13 +84,10 @@ from tidelog.server.handlers.partition_reassignments import (
 )
 from tidelog.server.handlers.produce import handle_produce
 from tidelog.server.handlers.sasl import handle_sasl_authenticate, handle_sasl_handshake
-from tidelog.server.handlers.scram_credentials import (
-    handle_alter_user_scram_credentials,
-    handle_describe_user_scram_credentials,
-)
 from tidelog.server.handlers.stop_replica import handle_stop_replica
 from tidelog.server.handlers.update_metadata import handle_update_metadata
 from tidelog.server.network import CloseConnection, ConnectionContext
+from tidelog.server.request_quotas import TimedHandler
 
 __all__ = ["BURST_HANDLERS", "HANDLERS", "RequestDispatcher"]
 
@@ -96,8 +97,6 @@ HANDLERS = {
     ApiKey.API_VERSIONS: handle_api_versions,
     ApiKey.SASL_HANDSHAKE: handle_sasl_handshake,
     ApiKey.SASL_AUTHENTICATE: handle_sasl_authenticate,
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: handle_describe_user_scram_credentials,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: handle_alter_user_scram_credentials,
     ApiKey.METADATA: handle_metadata,
     ApiKey.PRODUCE: handle_produce,
     ApiKey.FETCH: handle_fetch,
@@ -132,6 +131,8 @@ HANDLERS = {
     ApiKey.ELECT_LEADERS: handle_elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: handle_alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: handle_describe_client_quotas,
+    ApiKey.ALTER_CLIENT_QUOTAS: handle_alter_client_quotas,
 }
 
 # APIs whose pipelined requests are handled together: (broker, [(header, body)], context)
@@ -151,6 +152,8 @@ class RequestDispatcher:
             for key, handler in BURST_HANDLERS.items()
             if self.handlers.get(key) is HANDLERS[key]
         }
+        # Client quotas (request_quotas.RequestQuotas), set by the broker; None: none.
+        self.quotas = None
         # (id(response), version) -> (response, encoded body): see _shared_answer
         self._shared_bodies: dict[tuple[int, int], tuple[object, list]] = {}
         broker.advertised_versions = version_ranges(self.handlers)
@@ -232,7 +235,14 @@ class RequestDispatcher:
                 f"{ApiKey(header.request_api_key).name} is not served by this broker "
                 f"(client {header.client_id!r} at {context.peer_host})"
             )
+        quotas = self.quotas
+        measured = quotas is not None and quotas.applies(header.request_api_key, body)
+        if measured and quotas.times_handler():
+            handler = TimedHandler(handler)
         response = await handler(self.broker, header, body, context)
+        if measured:
+            seconds = handler.seconds if isinstance(handler, TimedHandler) else 0.0
+            return self._throttled(quotas, header, response, len(frame), seconds, context)
         if response is None:
             return None
         if header.request_api_key in self.burst_handlers:
@@ -242,3 +252,27 @@ class RequestDispatcher:
         return encode_response_chunks(
             header, header.request_api_key, header.request_api_version, response, strict=False
         )
+
+    def _throttled(self, quotas, header, response, request_bytes, seconds, context):
+        """The answer to a request the client quotas measure (:mod:`.request_quotas`):
+        recorded, its throttle time in ``throttle_time_ms``, a throttled consumer fetch
+        answered without records, the connection muted until the throttle ends. Shared
+        answers of burst APIs are not changed: their throttle only mutes."""
+        throttle = quotas.after_handler(header, request_bytes, seconds, context)
+        api_key, version = header.request_api_key, header.request_api_version
+        if response is None or api_key in self.burst_handlers:
+            quotas.mute(context, throttle)
+            return None if response is None else self._shared_answer(header, response)
+        has_throttle_field = "throttle_time_ms" in type(response)._field_set
+        if throttle and has_throttle_field:
+            response.throttle_time_ms = throttle
+        parts = encode_response_chunks(header, api_key, version, response, strict=False)
+        if api_key == ApiKey.FETCH:
+            size = sum(len(part) for part in parts)
+            fetch_throttle = quotas.fetch_throttle(header, size, throttle, context)
+            if fetch_throttle:
+                throttle = response.throttle_time_ms = fetch_throttle
+                response.responses = []
+                parts = encode_response_chunks(header, api_key, version, response, strict=False)
+        quotas.mute(context, throttle)
+        return parts
