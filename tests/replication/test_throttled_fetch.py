@@ -80,6 +80,7 @@ class Leader:
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     advertised_versions: list = field(default_factory=list)
     fetch_sessions: FetchSessionCache = field(default_factory=lambda: FetchSessionCache(1000))
+    authorizer: None = None
 
     def lead(self, partition: int, isr: list[int], epoch: int = EPOCH) -> None:
         error = self.replica_manager.become_leader_or_follower(

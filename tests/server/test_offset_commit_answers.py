@@ -90,7 +90,10 @@ def run(tmp_path, scenario) -> None:
             ready = asyncio.Event()
             ready.set()
             broker = SimpleNamespace(
-                ready=ready, group_coordinator=coordinator.coordinator, metadata=metadata
+                ready=ready,
+                group_coordinator=coordinator.coordinator,
+                metadata=metadata,
+                authorizer=None,
             )
             await scenario(RequestDispatcher(broker))
         finally:

@@ -62,7 +62,9 @@ from tidelog.protocol.errors import ErrorCode
 from tidelog.replication.fetcher import FetcherConfig
 from tidelog.replication.log_dir_mover import LogDirMover
 from tidelog.replication.replica_manager import AppendResult, ReplicaManager
+from tidelog.security.acl_store import AclChangeFollower, AclStore
 from tidelog.security.authenticator import AuthenticatorFactory
+from tidelog.security.authorizer import AclAuthorizer, parse_super_users
 from tidelog.security.quotas import ClientQuotas, QuotaWindows
 from tidelog.server.config import BrokerConfig
 from tidelog.server.controlled_shutdown import ShuttingDownBroker, shut_down_controlled
@@ -108,6 +110,9 @@ class Broker:
         # register it), but requests wait until the controller election has run, so a
         # client never learns an empty cluster from a broker that is starting.
         self.ready = asyncio.Event()
+        # The ACL authorizer, made at start when authorizer.class.name names it; None:
+        # every request is served (the dispatcher consults it, tidelog.server.authorization).
+        self.authorizer: AclAuthorizer | None = None
         # Replication throttles (seed 003 修改主题限速): rates from the broker configs,
         # throttled replicas from each topic's overrides (see dynamic_config).
         self.throttles = ReplicationThrottles(config)
@@ -133,6 +138,7 @@ class Broker:
         self._loop = asyncio.get_running_loop()
         cluster_id = await self._connect_to_zookeeper()
         last_config_change = await self._load_dynamic_config()
+        await self._start_authorizer()
         self._start_quotas()
         topic_overrides = await asyncio.to_thread(read_topic_overrides, self.zk)
         await self._start_logs(cluster_id, topic_overrides)
@@ -190,6 +196,18 @@ class Broker:
         self.entity_configs.subscribe(client_quotas.configs_changed)
         self.quotas = RequestQuotas(client_quotas, clock)
         self.dispatcher.quotas = self.quotas
+
+    async def _start_authorizer(self) -> None:
+        """The ACL authorizer (``authorizer.class.name``), its cache loaded from ZooKeeper
+        before any request is served; its changes are followed from the background tasks."""
+        config = self.config
+        if not config["authorizer.class.name"]:
+            return
+        self.authorizer = AclAuthorizer(
+            parse_super_users(config["super.users"]), config["allow.everyone.if.no.acl.found"]
+        )
+        self.acl_changes = AclChangeFollower(AclStore(self.zk.zk), self.authorizer)
+        await self.acl_changes.load()
 
     async def _start_logs(self, cluster_id: str, topic_overrides: dict[str, dict[str, str]]):
         """The metadata cache and the logs, loaded (recovered after an unclean shutdown)
@@ -337,6 +355,8 @@ class Broker:
                 )
             ),
         ]
+        if self.authorizer is not None:
+            self._tasks.append(asyncio.create_task(self.acl_changes.follow(), name="acl-changes"))
         if config["auto.leader.rebalance.enable"]:
             self._tasks.append(
                 self.controller.start_leader_rebalance(
@@ -371,6 +391,8 @@ class Broker:
             logger.error("%s", error)
         self.controller.elect()
         self.dynamic_config.read_again()
+        if self.authorizer is not None:
+            self.acl_changes.read_again()
 
     def _registration(self) -> BrokerRegistration:
         bound = {name: port for name, _, port in self.bound_listeners}

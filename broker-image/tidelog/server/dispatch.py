@@ -29,6 +29,12 @@ from tidelog.protocol import (
 )
 from tidelog.protocol.errors import RemoteProtocolError, UnsupportedVersionError
 from tidelog.security.sasl_listeners import SASL_PROTOCOLS
+from tidelog.server.authorization import burst_allowed, handle_authorized
+from tidelog.server.handlers.acls import (
+    handle_create_acls,
+    handle_delete_acls,
+    handle_describe_acls,
+)
 from tidelog.server.handlers.api_versions import (
     handle_api_versions,
     unsupported_version_response,
@@ -131,6 +137,9 @@ HANDLERS = {
     ApiKey.ELECT_LEADERS: handle_elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: handle_alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
+    ApiKey.DESCRIBE_ACLS: handle_describe_acls,
+    ApiKey.CREATE_ACLS: handle_create_acls,
+    ApiKey.DELETE_ACLS: handle_delete_acls,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: handle_describe_client_quotas,
     ApiKey.ALTER_CLIENT_QUOTAS: handle_alter_client_quotas,
 }
@@ -181,6 +190,8 @@ class RequestDispatcher:
         api_key = requests[0][0].request_api_key
         if any(header.request_api_key != api_key for header, _ in requests):
             return None
+        if self.broker.authorizer is not None and not burst_allowed(self.broker, context, requests):
+            return None  # each alone, through the authorizer's checks
         responses = await self.burst_handlers[api_key](self.broker, requests, context)
         return [
             self._shared_answer(header, response)
@@ -239,7 +250,10 @@ class RequestDispatcher:
         measured = quotas is not None and quotas.applies(header.request_api_key, body)
         if measured and quotas.times_handler():
             handler = TimedHandler(handler)
-        response = await handler(self.broker, header, body, context)
+        if self.broker.authorizer is None:
+            response = await handler(self.broker, header, body, context)
+        else:
+            response = await handle_authorized(handler, self.broker, header, body, context)
         if measured:
             seconds = handler.seconds if isinstance(handler, TimedHandler) else 0.0
             return self._throttled(quotas, header, response, len(frame), seconds, context)

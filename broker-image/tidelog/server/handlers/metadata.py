@@ -7,6 +7,7 @@ import uuid
 
 from tidelog.protocol import ApiKey, Encoded, encode_ahead, response_class, response_codec
 from tidelog.protocol.errors import ErrorCode
+from tidelog.server.authorization import describable_topics
 from tidelog.server.topic_names import topic_name_error
 
 __all__ = ["handle_metadata"]
@@ -57,7 +58,8 @@ async def handle_metadata(broker, header, request, context):
     version = header.request_api_version
     every = request.topics is None or (version == 0 and not request.topics)
     if every:  # null, or an empty list in v0, asks for every topic
-        topics = [_topic(entry, version) for _, entry in sorted(cache.topics.items())]
+        names = describable_topics(broker, context, sorted(cache.topics))
+        topics = [_topic(cache.topics[name], version) for name in names]
     else:
         topics = []
         auto_create = version < 4 or request.allow_auto_topic_creation
