@@ -1,0 +1,130 @@
+"""Kafka's ``kafka-acls.sh`` against a 3-broker tidelog cluster with the ACL authorizer:
+through ``--bootstrap-server`` (CreateAcls, DescribeAcls, DeleteAcls) and through
+``--authorizer-properties zookeeper.connect=...`` (the znodes), an ACL added either way
+takes effect on every broker.
+
+The clients are PLAINTEXT (``User:ANONYMOUS``), not a super user; with
+``allow.everyone.if.no.acl.found`` a resource without ACLs is open to them, so the
+cluster's own requests and the tool's pass, and an ACL on a topic shows at once."""
+
+from __future__ import annotations
+
+import pytest
+
+from integration.cluster import Cluster
+from kafka_reference.tools import run_kafka_tool
+from tidelog.protocol.errors import ErrorCode
+from waiting import wait_until
+
+AUTHORIZER = {
+    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, module_chroot):
+    with Cluster(tmp_path_factory.mktemp("acl-tools"), module_chroot, overrides=AUTHORIZER) as made:
+        yield made
+
+
+def kafka_acls(*args: str) -> str:
+    result = run_kafka_tool("kafka-acls", *args)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def topic_code(cluster: Cluster, broker_id: int, topic: str) -> ErrorCode:
+    (found,) = cluster.metadata(broker_id, [topic]).topics
+    return ErrorCode(found.error_code)
+
+
+def everywhere(cluster: Cluster, topic: str, code: ErrorCode) -> bool:
+    return all(topic_code(cluster, b, topic) == code for b in cluster.running)
+
+
+def test_zookeeper_tool_acl_takes_effect_on_every_broker(cluster):
+    cluster.create_topic("acl-zk", partitions=1, replication_factor=3)
+    assert everywhere(cluster, "acl-zk", ErrorCode.NONE)
+    kafka_acls(
+        *("--authorizer-properties", f"zookeeper.connect={cluster.zk_connect}"),
+        *("--add", "--deny-principal", "User:ANONYMOUS", "--operation", "Describe"),
+        *("--topic", "acl-zk"),
+    )
+    wait_until(
+        lambda: everywhere(cluster, "acl-zk", ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+        "every broker refuses to describe acl-zk",
+    )
+    kafka_acls(
+        *("--authorizer-properties", f"zookeeper.connect={cluster.zk_connect}"),
+        *("--remove", "--force", "--deny-principal", "User:ANONYMOUS"),
+        *("--operation", "Describe", "--topic", "acl-zk"),
+    )
+    wait_until(
+        lambda: everywhere(cluster, "acl-zk", ErrorCode.NONE),
+        "every broker describes acl-zk again",
+    )
+
+
+def test_bootstrap_server_tool_adds_lists_and_removes(cluster):
+    bootstrap = ("--bootstrap-server", cluster.bootstrap)
+    cluster.create_topic("acl-boot", partitions=1, replication_factor=3)
+    out = kafka_acls(
+        *bootstrap,
+        *("--add", "--allow-principal", "User:alice", "--allow-host", "10.0.0.1"),
+        *("--operation", "Read", "--operation", "Write", "--topic", "acl-boot"),
+    )
+    assert (
+        "Adding ACLs for resource `ResourcePattern(resourceType=TOPIC, name=acl-boot, "
+        "patternType=LITERAL)`:" in out
+    )
+    kafka_acls(
+        *bootstrap,
+        "--add",
+        "--consumer",
+        "--allow-principal",
+        "User:bob",
+        "--topic",
+        "pay",
+        "--group",
+        "pay-",
+        "--resource-pattern-type",
+        "prefixed",
+    )
+    listed = kafka_acls(*bootstrap, "--list")
+    for line in (
+        "(principal=User:alice, host=10.0.0.1, operation=READ, permissionType=ALLOW)",
+        "(principal=User:alice, host=10.0.0.1, operation=WRITE, permissionType=ALLOW)",
+        "`ResourcePattern(resourceType=GROUP, name=pay-, patternType=PREFIXED)`",
+        "(principal=User:bob, host=*, operation=DESCRIBE, permissionType=ALLOW)",
+    ):
+        assert line in listed, listed
+    # the znodes Kafka's ZooKeeper-mode tool reads
+    via_zk = kafka_acls(
+        "--authorizer-properties", f"zookeeper.connect={cluster.zk_connect}", "--list"
+    )
+    assert "(principal=User:alice, host=10.0.0.1, operation=WRITE" in via_zk
+    # an ACL on the topic (for alice) closes it to everyone else, on every broker
+    wait_until(
+        lambda: everywhere(cluster, "acl-boot", ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+        "every broker refuses acl-boot to ANONYMOUS",
+    )
+    kafka_acls(*bootstrap, "--remove", "--force", "--topic", "acl-boot")
+    wait_until(
+        lambda: everywhere(cluster, "acl-boot", ErrorCode.NONE),
+        "every broker describes acl-boot again",
+    )
+    listed = kafka_acls(*bootstrap, "--list", "--topic", "acl-boot")
+    assert "User:alice" not in listed
+    kafka_acls(
+        *bootstrap,
+        "--remove",
+        "--force",
+        "--resource-pattern-type",
+        "prefixed",
+        "--topic",
+        "pay",
+        "--group",
+        "pay-",
+    )
+    assert "User:bob" not in kafka_acls(*bootstrap, "--list")
