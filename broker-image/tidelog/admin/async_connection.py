@@ -3,6 +3,12 @@
 Requests on one connection are answered in order (the broker serves a connection one
 request at a time), so a caller sends one request and awaits its response before the
 next; the correlation id guards against a response to something else.
+
+A connection is made with a :class:`~tidelog.security.client_security.ClientSecurity`:
+TLS (the broker's host name checked as its settings say) and, for SASL, the mechanism's
+exchange before any other request; a refusal is a :class:`SaslAuthenticationFailed`,
+one of :data:`CONNECTION_ERRORS`, since a broker's own connection retries it like any
+failed connection.
 """
 
 from __future__ import annotations
@@ -14,12 +20,19 @@ import struct
 
 from tidelog.protocol import ApiKey, MalformedMessageError, decode_response, encode_request
 from tidelog.protocol.headers import RequestHeader
+from tidelog.security.client_security import PLAINTEXT, ClientSecurity
+from tidelog.security.sasl_client import SaslAuthenticationFailed, authenticate_async
 
 __all__ = ["CONNECTION_ERRORS", "AsyncBrokerConnection"]
 
 _SIZE = struct.Struct(">i")
 # What opening a connection or a request on it raises when the connection fails.
-CONNECTION_ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError)
+CONNECTION_ERRORS = (
+    OSError,
+    asyncio.IncompleteReadError,
+    asyncio.TimeoutError,
+    SaslAuthenticationFailed,
+)
 
 
 class AsyncBrokerConnection:
@@ -31,15 +44,37 @@ class AsyncBrokerConnection:
 
     @classmethod
     async def open(
-        cls, host: str, port: int, *, client_id: str, connect_timeout_s: float | None = None
+        cls,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        connect_timeout_s: float | None = None,
+        security: ClientSecurity = PLAINTEXT,
     ) -> AsyncBrokerConnection:
-        """A connection to ``host:port``; TimeoutError once ``connect_timeout_s`` has
-        passed without one (Kafka's ``socket.connection.setup.timeout.ms``): a connect to
+        """A connection to ``host:port``, its TLS handshake and SASL exchange done;
+        TimeoutError once ``connect_timeout_s`` has passed without a connection (Kafka's
+        ``socket.connection.setup.timeout.ms``, the TLS handshake included): a connect to
         an address nobody holds any more, such as a restarted pod's old one, which its
         name may resolve to for a moment, hangs rather than fails."""
+        context = security.ssl_context
         async with asyncio.timeout(connect_timeout_s):
-            reader, writer = await asyncio.open_connection(host, port)
-        return cls(reader, writer, client_id)
+            reader, writer = await asyncio.open_connection(
+                host, port, ssl=context, server_hostname=host if context else None
+            )
+        connection = cls(reader, writer, client_id)
+        if security.uses_sasl:
+            try:
+                await authenticate_async(
+                    connection.request,
+                    security.sasl_mechanism,
+                    security.sasl_username,
+                    security.sasl_password,
+                )
+            except BaseException:
+                connection.close()
+                raise
+        return connection
 
     async def request(self, api_key: ApiKey, version: int, body: object) -> object:
         """Send ``body`` and return the decoded response body. Raises OSError or

@@ -1,4 +1,10 @@
-"""One blocking connection to a broker: send a request, read its response."""
+"""One blocking connection to a broker: send a request, read its response.
+
+A connection is made with a :class:`~tidelog.security.client_security.ClientSecurity`:
+TLS (the broker's host name checked as its settings say), then ApiVersions, then for
+SASL the mechanism's exchange (SaslAuthenticationFailed when refused), then the caller's
+requests.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,8 @@ import struct
 
 from tidelog.protocol import ApiKey, api_specs, decode_response, encode_request
 from tidelog.protocol.headers import RequestHeader
+from tidelog.security.client_security import PLAINTEXT, ClientSecurity
+from tidelog.security.sasl_client import authenticate
 
 __all__ = ["BrokerConnection"]
 
@@ -16,12 +24,32 @@ _SIZE = struct.Struct(">i")
 
 class BrokerConnection:
     def __init__(
-        self, host: str, port: int, *, client_id: str = "tidelog-admin", timeout: float = 30.0
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str = "tidelog-admin",
+        timeout: float = 30.0,
+        security: ClientSecurity | None = None,
     ):
+        security = security or PLAINTEXT
         self.client_id = client_id
         self._socket = socket.create_connection((host, port), timeout=timeout)
         self._correlation = itertools.count(1)
-        self._versions = self._negotiate()
+        try:
+            if security.ssl_context is not None:
+                self._socket = security.ssl_context.wrap_socket(self._socket, server_hostname=host)
+            self._versions = self._negotiate()
+            if security.uses_sasl:
+                authenticate(
+                    self.request,
+                    security.sasl_mechanism,
+                    security.sasl_username,
+                    security.sasl_password,
+                )
+        except BaseException:
+            self._socket.close()
+            raise
 
     def _negotiate(self) -> dict[int, int]:
         response = self.request(ApiKey.API_VERSIONS, 0, {})

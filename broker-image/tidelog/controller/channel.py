@@ -42,6 +42,7 @@ from tidelog.controller.requests import (
 from tidelog.controller.zk_data import BrokerRegistration
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
+from tidelog.security.client_security import PLAINTEXT, ClientSecurity
 from tidelog.storage.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 
 __all__ = ["BrokerSender", "ControllerChannel", "LocalBroker"]
@@ -94,9 +95,11 @@ class BrokerSender:
         request_timeout_s: float,
         connect_timeout_s: float,
         report_offline: OfflineReplicasReport,
+        security: ClientSecurity = PLAINTEXT,
     ):
         self.registration = registration
         self._address = address
+        self._security = security
         self._client_id = client_id
         self._timeout = request_timeout_s
         self._connect_timeout = connect_timeout_s
@@ -156,6 +159,7 @@ class BrokerSender:
                             port,
                             client_id=self._client_id,
                             connect_timeout_s=self._connect_timeout,
+                            security=self._security,
                         )
                     return await self._connection.request(api_key, version, body)
             except CONNECTION_ERRORS as error:
@@ -200,10 +204,17 @@ class ControllerChannel:
         *,
         request_timeout_ms: int = 30000,
         connect_timeout_ms: int = 10000,
+        control_listener: str | None = None,
+        security: ClientSecurity = PLAINTEXT,
     ):
         self.local_id = local_id
         self.local = local
+        # The brokers' endpoints the requests name (the inter-broker listener's), and the
+        # listener the requests go to (control.plane.listener.name, else the same) with
+        # this broker's security for it.
         self.listener = listener
+        self.control_listener = control_listener or listener
+        self.security = security
         self.brokers: dict[int, BrokerRegistration] = {}
         self.request_timeout_s = request_timeout_ms / 1000
         self.connect_timeout_s = connect_timeout_ms / 1000
@@ -226,7 +237,7 @@ class ControllerChannel:
     ) -> RefusalWatch | None:
         """A :class:`RefusalWatch` on the broker's endpoint on this channel's listener
         (None when it has none there)."""
-        address = inter_broker_endpoint(registration, self.listener)
+        address = inter_broker_endpoint(registration, self.control_listener)
         if address is None:
             return None
         return RefusalWatch(
@@ -235,6 +246,7 @@ class ControllerChannel:
             client_id=f"controller-{self.local_id}",
             connect_timeout_s=self.connect_timeout_s,
             report=report,
+            security=self.security,
         )
 
     def set_brokers(self, brokers: Mapping[int, BrokerRegistration]) -> None:
@@ -248,12 +260,12 @@ class ControllerChannel:
         for broker_id, registration in sorted(brokers.items()):
             if broker_id == self.local_id or broker_id in self._senders:
                 continue
-            address = inter_broker_endpoint(registration, self.listener)
+            address = inter_broker_endpoint(registration, self.control_listener)
             if address is None:
                 logger.error(
                     "broker %d has no endpoint on listener %s; it gets no controller requests",
                     broker_id,
-                    self.listener,
+                    self.control_listener,
                 )
                 continue
             self._senders[broker_id] = BrokerSender(
@@ -263,6 +275,7 @@ class ControllerChannel:
                 request_timeout_s=self.request_timeout_s,
                 connect_timeout_s=self.connect_timeout_s,
                 report_offline=lambda broker, partitions: self._report_offline(broker, partitions),
+                security=self.security,
             )
             watch = self.watch(registration, lambda gone: self._report_refusing(gone))
             if watch is not None:
@@ -358,7 +371,7 @@ class ControllerChannel:
     async def refuses_connections(self, registration: BrokerRegistration) -> bool:
         """Whether the broker's endpoint refuses a connection now (any other failure, or
         no endpoint on the listener, counts as not refusing)."""
-        address = inter_broker_endpoint(registration, self.listener)
+        address = inter_broker_endpoint(registration, self.control_listener)
         if address is None:
             return False
         try:
@@ -366,6 +379,7 @@ class ControllerChannel:
                 *address,
                 client_id=f"controller-{self.local_id}",
                 connect_timeout_s=self.connect_timeout_s,
+                security=self.security,
             )
         except ConnectionRefusedError:
             return True
@@ -378,14 +392,15 @@ class ControllerChannel:
         self, broker: int, key: tuple[str, int], leader_epoch: int
     ) -> tuple[ErrorCode, int, int]:
         registration = self.brokers.get(broker)
-        address = registration and inter_broker_endpoint(registration, self.listener)
+        address = registration and inter_broker_endpoint(registration, self.control_listener)
         if address is None:
-            raise LookupError(f"no endpoint on listener {self.listener}")
+            raise LookupError(f"no endpoint on listener {self.control_listener}")
         async with asyncio.timeout(self.request_timeout_s):
             connection = await AsyncBrokerConnection.open(
                 *address,
                 client_id=f"controller-{self.local_id}",
                 connect_timeout_s=self.connect_timeout_s,
+                security=self.security,
             )
             try:
                 response = await connection.request(

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from tidelog.admin.async_connection import CONNECTION_ERRORS, AsyncBrokerConnection
 from tidelog.controller.zk_data import BrokerRegistration
+from tidelog.security.client_security import PLAINTEXT, ClientSecurity
 
 __all__ = ["RefusalWatch"]
 
@@ -43,9 +44,11 @@ class RefusalWatch:
         client_id: str,
         connect_timeout_s: float,
         report: Callable[[BrokerRegistration], None],
+        security: ClientSecurity = PLAINTEXT,
     ):
         self.registration = registration
         self._address = address
+        self._security = security
         self._client_id = client_id
         self._connect_timeout = connect_timeout_s
         self._report = report
@@ -66,6 +69,7 @@ class RefusalWatch:
                     *self._address,
                     client_id=self._client_id,
                     connect_timeout_s=self._connect_timeout,
+                    security=self._security,
                 )
             except ConnectionRefusedError:
                 self._report(self.registration)

@@ -63,6 +63,7 @@ from tidelog.protocol.errors import ErrorCode
 from tidelog.records.errors import RecordsError
 from tidelog.replication.fetch_session import SESSION_ERRORS, FetchSessionHandler
 from tidelog.replication.quota import ReplicationQuota
+from tidelog.security.client_security import PLAINTEXT, ClientSecurity
 from tidelog.storage.errors import StorageError
 from tidelog.storage.log import Log
 
@@ -115,6 +116,7 @@ class FetcherConfig:
     backoff_ms: int  # replica.fetch.backoff.ms
     socket_timeout_ms: int  # replica.socket.timeout.ms
     connect_timeout_ms: int = 10000  # socket.connection.setup.timeout.ms
+    security: ClientSecurity = PLAINTEXT  # the inter-broker listener's
 
 
 @dataclass
@@ -248,6 +250,7 @@ class ReplicaFetcher:
                 *endpoint,
                 client_id=f"broker-{self._config.replica_id}-fetcher",
                 connect_timeout_s=self._config.connect_timeout_ms / 1000,
+                security=self._config.security,
             )
         return self._connection
 

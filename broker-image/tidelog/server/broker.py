@@ -65,6 +65,9 @@ from tidelog.replication.replica_manager import AppendResult, ReplicaManager
 from tidelog.security.acl_store import AclChangeFollower, AclStore
 from tidelog.security.authenticator import AuthenticatorFactory
 from tidelog.security.authorizer import AclAuthorizer, parse_super_users
+from tidelog.security.client_security import ClientSecurity
+from tidelog.security.listener_security import ListenerSecurity
+from tidelog.security.listeners import control_plane_listener, inter_broker_listener
 from tidelog.security.quotas import ClientQuotas, QuotaWindows
 from tidelog.server.config import BrokerConfig
 from tidelog.server.controlled_shutdown import ShuttingDownBroker, shut_down_controlled
@@ -262,6 +265,7 @@ class Broker:
                 backoff_ms=config["replica.fetch.backoff.ms"],
                 socket_timeout_ms=config["replica.socket.timeout.ms"],
                 connect_timeout_ms=config["socket.connection.setup.timeout.ms"],
+                security=ClientSecurity.inter_broker(config),
             ),
             num_fetchers=config["num.replica.fetchers"],
             endpoint_of=self._inter_broker_endpoint,
@@ -294,9 +298,19 @@ class Broker:
             bursts=self.dispatcher,
         )
         try:
-            for name, host, port in config.listeners:
-                bound = await self.network.listen(name, host, port)
-                self.bound_listeners.append((name, host, bound))
+            self.listener_security = ListenerSecurity(config)
+            self.dynamic_config.on_broker_config(self.listener_security.reconfigure)
+            for spec in self.listener_security.listeners:
+                tls = self.listener_security.tls.get(spec.name)
+                bound = await self.network.listen(
+                    spec.name,
+                    spec.host,
+                    spec.port,
+                    tls and tls.front,
+                    security_protocol=spec.security_protocol,
+                    principal_of=tls and spec.security_protocol == "SSL" and tls.principal_of,
+                )
+                self.bound_listeners.append((spec.name, spec.host, bound))
             hosted = set(self.log_manager.logs)
             await asyncio.to_thread(leave_isrs_of_lost_replicas, self.zk, self.broker_id, hosted)
             await asyncio.to_thread(self.zk.register_broker, self._registration())
@@ -316,7 +330,9 @@ class Broker:
             ControllerChannel(
                 self.broker_id,
                 self.controller_requests,
-                config["inter.broker.listener.name"],
+                inter_broker_listener(config),
+                control_listener=control_plane_listener(config),
+                security=ClientSecurity.for_listener(config, control_plane_listener(config)),
                 request_timeout_ms=config["controller.socket.timeout.ms"],
                 connect_timeout_ms=config["socket.connection.setup.timeout.ms"],
             ),
@@ -455,7 +471,7 @@ class Broker:
         registration = self.metadata.brokers.get(broker_id)
         if registration is None:
             return None
-        return inter_broker_endpoint(registration, self.config["inter.broker.listener.name"])
+        return inter_broker_endpoint(registration, inter_broker_listener(self.config))
 
     async def shutdown(self) -> None:
         """Controlled shutdown first (while this broker still serves, so it can become a

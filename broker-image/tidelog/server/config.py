@@ -52,6 +52,7 @@ __all__ = [
     "ConfigError",
     "ConfigKey",
     "Scope",
+    "config_key_of",
     "read_properties_file",
 ]
 
@@ -277,9 +278,9 @@ class BrokerConfig:
     """Static settings (file + overrides) layered with dynamic ones from ZooKeeper."""
 
     def __init__(self, static: Mapping[str, str]):
-        self.unknown = sorted(k for k in static if _definition(k) is None)
+        self.unknown = sorted(k for k in static if config_key_of(k) is None)
         self._static = {
-            k: _definition(k).parse(v) for k, v in static.items() if _definition(k) is not None
+            k: config_key_of(k).parse(v) for k, v in static.items() if config_key_of(k) is not None
         }
         self._cluster: dict[str, object] = {}
         self._broker: dict[str, object] = {}
@@ -289,7 +290,7 @@ class BrokerConfig:
     def _dynamic(values: Mapping[str, str]) -> dict[str, object]:
         parsed = {}
         for key, raw in values.items():
-            definition = _definition(key)
+            definition = config_key_of(key)
             if definition is None or definition.scope is Scope.READ_ONLY:
                 continue  # ignored like Kafka ignores stale dynamic entries
             parsed[key] = definition.parse(raw)
@@ -342,11 +343,16 @@ class BrokerConfig:
         ):
             if key in layer:
                 found.append((source, layer[key]))
-        found.append((ConfigSource.DEFAULT_CONFIG, _definition(key).default))
+        found.append((ConfigSource.DEFAULT_CONFIG, config_key_of(key).default))
         return found
 
     def __getitem__(self, key: str):
         return self.layers(key)[0][1]
+
+    def listener_keys(self) -> list[str]:
+        """The keys with a ``listener.name.<name>.`` prefix set in any layer."""
+        layers = (self._broker, self._cluster, self._static)
+        return sorted({k for layer in layers for k in layer if k not in BROKER_CONFIGS})
 
     # -- derived values ------------------------------------------------------------------
 
@@ -493,7 +499,7 @@ _KAFKA_RULES = {
 }
 
 
-def _definition(key: str) -> ConfigKey | None:
+def config_key_of(key: str) -> ConfigKey | None:
     """A key's definition; a ``listener.name.<name>.`` key has its base key's."""
     found = BROKER_CONFIGS.get(key)
     if found is None and (base := prefixed_key_base(key, BROKER_CONFIGS)) is not None:

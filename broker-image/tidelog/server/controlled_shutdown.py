@@ -35,6 +35,9 @@ from tidelog.controller.zk_client import KafkaZkClient
 from tidelog.controller.zk_session import SESSION_ERRORS, ZooKeeperUnavailableError
 from tidelog.protocol import ApiKey, MalformedMessageError, request_class
 from tidelog.protocol.errors import ErrorCode
+from tidelog.security.client_security import ClientSecurity
+from tidelog.security.listeners import inter_broker_listener
+from tidelog.security.sasl_client import SaslAuthenticationFailed
 from tidelog.server.config import BrokerConfig
 from tidelog.server.metadata_cache import MetadataCache
 
@@ -48,6 +51,7 @@ ControlledShutdownRequest = request_class(ApiKey.CONTROLLED_SHUTDOWN)
 # An attempt that fails with one of these is made again.
 ATTEMPT_ERRORS = (
     OSError,
+    SaslAuthenticationFailed,
     asyncio.IncompleteReadError,
     asyncio.TimeoutError,
     MalformedMessageError,
@@ -140,7 +144,13 @@ async def _ask_controller(broker: ShuttingDownBroker) -> tuple[ErrorCode, list[T
         )
     host, port = await _endpoint_of(broker, controller_id, timeout)
     connection = await asyncio.wait_for(
-        AsyncBrokerConnection.open(host, port, client_id=f"broker-{broker.broker_id}"), timeout
+        AsyncBrokerConnection.open(
+            host,
+            port,
+            client_id=f"broker-{broker.broker_id}",
+            security=ClientSecurity.inter_broker(broker.config),
+        ),
+        timeout,
     )
     try:
         response = await asyncio.wait_for(
@@ -171,7 +181,7 @@ async def _alone(broker: ShuttingDownBroker) -> bool:
 async def _endpoint_of(
     broker: ShuttingDownBroker, broker_id: int, timeout: float
 ) -> tuple[str, int]:
-    listener = broker.config["inter.broker.listener.name"]
+    listener = inter_broker_listener(broker.config)
     registration = broker.metadata.brokers.get(broker_id)
     if registration is None:
         brokers = await asyncio.to_thread(broker.zk.live_brokers, None, timeout)

@@ -161,6 +161,7 @@ class DynamicConfig:
         self._entity_configs = entity_configs
         self._current = current
         self._apply_broker_config = apply_broker_config
+        self._reconfigurables: list[Callable[[BrokerConfig], object]] = []
         # Each topic's overrides as last read from /config/topics/<topic>.
         self._topic_overrides = overrides
         self._last_change = last_change
@@ -168,6 +169,12 @@ class DynamicConfig:
         self._loop = asyncio.get_running_loop()
         for topic, topic_overrides in overrides.items():
             throttles.follow_topic(topic, topic_overrides, broker_id)
+
+    def on_broker_config(self, reconfigure: Callable[[BrokerConfig], object]) -> None:
+        """Have ``reconfigure`` called with each new broker config once it is installed
+        (the listeners' TLS stores); a ConfigError it raises is logged, and what it
+        reconfigures stays as it was."""
+        self._reconfigurables.append(reconfigure)
 
     def knows(self, topic: str) -> bool:
         """Whether the topic's overrides have been read."""
@@ -250,6 +257,11 @@ class DynamicConfig:
         if config is None:
             return
         self._apply_broker_config(config)
+        for reconfigure in self._reconfigurables:
+            try:
+                reconfigure(config)
+            except ConfigError as error:
+                logger.error("dynamic broker config not applied: %s", error)
         self._throttles.set_rates(config)
         hosted = {topic for topic, _ in self._log_manager.logs}
         for topic in sorted(hosted | set(self._topic_overrides)):

@@ -42,6 +42,12 @@ with it to :meth:`BurstHandler.handle_burst`, which answers all at once (a burst
 commits costs one append), and their responses leave together. Handling starts in
 request order and the answers leave in it, as for requests handled alone.
 
+A listener may speak TLS (``listen(..., ssl_context)``): asyncio runs the handshake, and
+the connection reaches this layer once it is done, with its security protocol and, when
+the client sent a certificate, the principal that certificate maps to in its context.
+Through TLS a file slice cannot go by ``sendfile``: asyncio reads and writes it instead,
+by itself.
+
 One module, though past 500 lines: the listener (:class:`SocketServer`) and its
 connections (:class:`_Connection`) share one contract (one request in flight, read-ahead,
 held responses, bursts, idle expiry) that neither half states alone, and a sixth of the
@@ -56,6 +62,7 @@ import itertools
 import logging
 import os
 import socket
+import ssl
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -74,6 +81,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 ResponsePart = bytes | bytearray | memoryview | FileSlice
+# The principal a client certificate (DER) stands for; ValueError refuses it.
+PrincipalOf = Callable[[bytes], KafkaPrincipal]
 Handler = Callable[[bytes, "ConnectionContext"], Awaitable[Sequence[ResponsePart] | None]]
 
 _ids = itertools.count(1)
@@ -95,6 +104,10 @@ INLINE_SLICE_BYTES = 64 * 1024
 # its socket (twice asyncio.StreamReader's default limit, as before this layer was a
 # protocol): a client that pipelines without end is held back by TCP, not by memory.
 READ_AHEAD_BYTES = 128 * 1024
+
+
+# Security protocols without TLS: their connections may be half-closed by the client.
+_PLAIN_TCP = ("PLAINTEXT", "SASL_PLAINTEXT")
 
 
 class CloseConnection(Exception):
@@ -152,11 +165,27 @@ class SocketServer:
         self._connections: set[_Connection] = set()
         self._idle_watch: asyncio.Task | None = None
 
-    async def listen(self, name: str, host: str, port: int) -> int:
+    async def listen(
+        self,
+        name: str,
+        host: str,
+        port: int,
+        ssl_context: ssl.SSLContext | None = None,
+        *,
+        security_protocol: str = "PLAINTEXT",
+        principal_of: PrincipalOf | None = None,
+    ) -> int:
         """Start accepting on ``host:port`` (an empty host means every interface);
-        returns the bound port (useful with port 0)."""
+        returns the bound port (useful with port 0). With ``ssl_context`` every
+        connection is TLS, and a connection exists for the handler once its handshake
+        is done; ``principal_of`` names the principal of a client's certificate (a
+        certificate it refuses, with ValueError, closes the connection)."""
         server = await asyncio.get_running_loop().create_server(
-            lambda: _Connection(self, name), host or None, port, reuse_address=True
+            lambda: _Connection(self, name, security_protocol, principal_of),
+            host or None,
+            port,
+            reuse_address=True,
+            ssl=ssl_context,
         )
         self._servers.append(server)
         return server.sockets[0].getsockname()[1]
@@ -236,9 +265,17 @@ class _Connection(asyncio.Protocol):
     """One client's connection: its requests in, one at a time, its answers out in the
     same order; ``busy`` and ``last_active`` are what the idle sweep reads."""
 
-    def __init__(self, server: SocketServer, listener: str):
+    def __init__(
+        self,
+        server: SocketServer,
+        listener: str,
+        security_protocol: str = "PLAINTEXT",
+        principal_of: PrincipalOf | None = None,
+    ):
         self._server = server
         self._listener = listener
+        self._security_protocol = security_protocol
+        self._principal_of = principal_of
         self._loop = asyncio.get_running_loop()
         self._transport: asyncio.Transport | None = None
         self.context: ConnectionContext | None = None
@@ -259,8 +296,24 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:
         self._transport = transport
         peer = transport.get_extra_info("peername") or ("?", 0)
-        self.context = ConnectionContext(self._listener, peer[0], peer[1])
+        self.context = ConnectionContext(
+            self._listener, peer[0], peer[1], security_protocol=self._security_protocol
+        )
         self._server.opened(self, transport.get_extra_info("socket"))
+        if self._principal_of is not None:
+            self._take_certificate_principal()
+
+    def _take_certificate_principal(self) -> None:
+        """The principal of the client's certificate, if it sent one (else it stays
+        ANONYMOUS, as in Kafka); a certificate no mapping rule names closes the
+        connection."""
+        certificate = self._transport.get_extra_info("ssl_object").getpeercert(binary_form=True)
+        if certificate is None:
+            return
+        try:
+            self.context.principal = self._principal_of(certificate)
+        except ValueError as error:
+            self._fail(CloseConnection(f"client certificate refused: {error}"))
 
     def data_received(self, data: bytes) -> None:
         self._buffer += data
@@ -270,11 +323,12 @@ class _Connection(asyncio.Protocol):
             self._mind_reading()
 
     def eof_received(self) -> bool:
-        """The client sent all it will: answer what came, then close."""
+        """The client sent all it will: answer what came, then close (through TLS,
+        asyncio closes at once: TLS has no half-closed connection)."""
         self._eof = True
         if self._task is None and not self._writing_paused:
             self._serve()
-        return True  # the transport stays open for the answers
+        return self.context.security_protocol in _PLAIN_TCP  # open for the answers
 
     def pause_writing(self) -> None:
         self._writing_paused = True

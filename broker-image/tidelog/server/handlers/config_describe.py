@@ -22,7 +22,7 @@ from decimal import Decimal
 
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.admin_enums import ConfigSource, ConfigType
-from tidelog.server.config import BROKER_CONFIGS, BrokerConfig, Scope
+from tidelog.server.config import BROKER_CONFIGS, BrokerConfig, Scope, config_key_of
 from tidelog.storage.config import LogConfig, LogConfigError
 from tidelog.storage.topic_configs import TOPIC_CONFIGS
 
@@ -208,7 +208,8 @@ def describe_topic(config: BrokerConfig, overrides: dict[str, str], options: Des
 def describe_broker(config: BrokerConfig, per_broker: bool, options: DescribeOptions):
     """This broker's keys (``per_broker``), or the cluster-wide dynamic ones only."""
     entries = []
-    for name, key in sorted(BROKER_CONFIGS.items()):
+    own = [(name, config_key_of(name)) for name in config.listener_keys()]
+    for name, key in sorted([*BROKER_CONFIGS.items(), *own]):
         if not options.wants(name):
             continue
         if per_broker:

@@ -10,7 +10,10 @@ alter sees it. Describing: :mod:`.config_describe`; the loggers: :mod:`.broker_l
 Altering validates first: a topic's new set through ``validate_topic_config``, as
 CreateTopics does (INVALID_CONFIG), a broker's new set against the keys' scopes
 (read-only keys, per-broker keys at the cluster level: INVALID_REQUEST, as Kafka
-answers) and by building the configuration it would make (INVALID_REQUEST).
+answers) and by building the configuration it would make (INVALID_REQUEST); a
+listener's new keystore or truststore (``listener.name.<l>.ssl.keystore.*``, per broker)
+must load and its key match its certificate (INVALID_CONFIG), and the broker's listener
+then serves new connections with it (see :mod:`tidelog.security.listener_security`).
 AlterConfigs replaces an entity's whole set; IncrementalAlterConfigs applies SET,
 DELETE, APPEND and SUBTRACT (list keys) to the stored one.
 """
@@ -26,7 +29,13 @@ from tidelog.controller.zk_data import DEFAULT_ENTITY
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.admin_enums import ConfigType
 from tidelog.protocol.errors import ErrorCode
-from tidelog.server.config import BROKER_CONFIGS, BrokerConfig, ConfigError, Scope
+from tidelog.server.config import (
+    BROKER_CONFIGS,
+    BrokerConfig,
+    ConfigError,
+    Scope,
+    config_key_of,
+)
 from tidelog.server.handlers.broker_loggers import alter_loggers, describe_loggers
 from tidelog.server.handlers.config_describe import (
     DescribeOptions,
@@ -221,7 +230,7 @@ def _scala_set(names) -> str:
 
 def _check_broker_keys(new: dict[str, str], per_broker: bool) -> str | None:
     """Kafka's checks of a dynamic broker config set: the problem, or None."""
-    known = {k: BROKER_CONFIGS[k] for k in new if k in BROKER_CONFIGS}
+    known = {k: key for k in new if (key := config_key_of(k)) is not None}
     read_only = [k for k, key in known.items() if key.scope is Scope.READ_ONLY]
     if read_only:
         return f"Cannot update these configs dynamically: {_scala_set(read_only)}"
@@ -252,7 +261,9 @@ async def _alter_broker(broker, name: str, plan: Planner, validate_only: bool) -
     problem = _check_broker_keys(new, per_broker)
     if problem is None:
         try:
-            broker.config.with_dynamic(cluster if per_broker else new, new if per_broker else mine)
+            config = broker.config.with_dynamic(
+                cluster if per_broker else new, new if per_broker else mine
+            )
         except (ConfigError, LogConfigError) as error:
             problem = str(error)
     if problem is not None:
@@ -260,6 +271,13 @@ async def _alter_broker(broker, name: str, plan: Planner, validate_only: bool) -
             ErrorCode.INVALID_REQUEST,
             f"Invalid config value for resource {resource_text(BROKER, name)}: {problem}",
         )
+    try:  # a listener's new keystore or truststore must load (and its key match)
+        broker.listener_security.checked(config)
+    except ConfigError as error:
+        raise ConfigRequestError(
+            ErrorCode.INVALID_CONFIG,
+            f"Invalid config value for resource {resource_text(BROKER, name)}: {error}",
+        ) from None
     if not validate_only:
         entity = str(broker_id) if per_broker else DEFAULT_ENTITY
         logger.info("updating broker config %s with new configuration %s", entity, new)
