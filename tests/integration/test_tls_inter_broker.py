@@ -1,9 +1,11 @@
-"""Three brokers whose inter-broker listener is SSL with mutual TLS: the controller's
-requests and the replica fetchers go over it, so a topic of three replicas takes acks=all
-writes and keeps its ISR full; clients use the PLAINTEXT listener."""
+"""Three brokers whose inter-broker listener is SSL with mutual TLS, or SASL_SSL with
+PLAIN: the controller's requests, the replica fetchers, the refusal watches and the
+controlled shutdowns go over it, so a topic of three replicas takes acks=all writes and
+keeps its ISR full; clients use the PLAINTEXT listener."""
 
 from __future__ import annotations
 
+import pytest
 from confluent_kafka import Consumer, Producer
 
 from integration.cluster import Cluster
@@ -14,16 +16,31 @@ TOPIC = "replicated-over-tls"
 RECORDS = 2000
 
 
-def test_replication_over_an_ssl_inter_broker_listener(tmp_path, zk_chroot) -> None:
+PLAIN_BROKER = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'username="broker" password="broker-secret" user_broker="broker-secret";'
+)
+INTERNAL = {
+    "SSL": {"listener.name.internal.ssl.client.auth": "required"},
+    "SASL_SSL": {
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.internal.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.internal.plain.sasl.jaas.config": PLAIN_BROKER,
+    },
+}
+
+
+@pytest.mark.parametrize("protocol", sorted(INTERNAL))
+def test_replication_over_a_secure_inter_broker_listener(tmp_path, zk_chroot, protocol) -> None:
     tls = TlsFiles.make(tmp_path / "tls")
     cluster = Cluster(
         tmp_path,
         zk_chroot,
         size=3,
         overrides={
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL",
+            "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,INTERNAL:{protocol}",
             "inter.broker.listener.name": "INTERNAL",
-            "listener.name.internal.ssl.client.auth": "required",
+            **INTERNAL[protocol],
             **tls.listener_overrides(tls.broker_keystore()),
         },
     )

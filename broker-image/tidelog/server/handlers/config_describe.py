@@ -22,6 +22,7 @@ from decimal import Decimal
 
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.admin_enums import ConfigSource, ConfigType
+from tidelog.security.listeners import prefixed_key_base
 from tidelog.server.config import BROKER_CONFIGS, BrokerConfig, Scope, config_key_of
 from tidelog.storage.config import LogConfig, LogConfigError
 from tidelog.storage.topic_configs import TOPIC_CONFIGS
@@ -110,11 +111,12 @@ class Synonym:
 def broker_synonyms(config: BrokerConfig, name: str, sensitive: bool) -> list[Synonym]:
     """Every value set for broker key ``name`` or the keys that set it in other units,
     grouped by source (highest precedence first), starting at ``name`` itself."""
-    names = _BROKER_SYNONYMS.get(name, (name,))
+    base = prefixed_key_base(name, BROKER_CONFIGS)  # a listener's key: then the key
+    names = (name, base) if base else _BROKER_SYNONYMS.get(name, (name,))
     found: list[Synonym] = []
     for source in _SOURCE_ORDER:
         for synonym in names:
-            if synonym not in BROKER_CONFIGS:
+            if config_key_of(synonym) is None:
                 continue
             for layer, value in config.layers(synonym):
                 if layer is source and value is not None:
