@@ -9,10 +9,13 @@ cluster's own requests and the tool's pass, and an ACL on a topic shows at once.
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from integration.cluster import Cluster
 from kafka_reference.tools import run_kafka_tool
+from tidelog.cli.acls import main as acls_main
 from tidelog.protocol.errors import ErrorCode
 from waiting import wait_until
 
@@ -128,3 +131,53 @@ def test_bootstrap_server_tool_adds_lists_and_removes(cluster):
         "pay-",
     )
     assert "User:bob" not in kafka_acls(*bootstrap, "--list")
+
+
+def tidelog_acls(*args: str) -> str:
+    out, err = io.StringIO(), io.StringIO()
+    assert acls_main(list(args), out, err) == 0, err.getvalue()
+    return out.getvalue()
+
+
+def blocks(output: str) -> dict[str, set[str]]:
+    """A listing's blocks, header -> entries: Kafka prints both in its maps' and sets'
+    order, which is no order to compare."""
+    found = {}
+    for block in output.split(" \n\n"):
+        if block.strip():
+            header, _, entries = block.partition(": \n \t")
+            found[header.strip()] = set(entries.split("\n\t"))
+    return found
+
+
+def test_tidelog_acls_prints_what_kafka_acls_prints(cluster):
+    bootstrap = ("--bootstrap-server", cluster.bootstrap)
+    add = (
+        *("--add", "--allow-principal", "User:carol", "--deny-principal", "User:dave"),
+        *("--deny-host", "10.1.1.1", "--operation", "Read", "--group", "acl-cli"),
+    )
+    ours = tidelog_acls(*bootstrap, *add)
+    assert ours.startswith(
+        "Adding ACLs for resource `ResourcePattern(resourceType=GROUP, name=acl-cli, "
+        "patternType=LITERAL)`: \n \t"
+    )
+    assert "(principal=User:dave, host=10.1.1.1, operation=READ, permissionType=DENY)" in ours
+    for listing in (
+        ("--list",),
+        ("--list", "--group", "acl-cli"),
+        ("--list", "--principal", "User:carol"),
+    ):
+        assert tidelog_acls(*bootstrap, *listing) == kafka_acls(*bootstrap, *listing)
+    # (an ACL on the cluster would close it to ANONYMOUS, the cluster's own principal here)
+    tidelog_acls(
+        *bootstrap,
+        *("--add", "--producer", "--allow-principal", "User:p"),
+        *("--topic", "acl-prod", "--transactional-id", "acl-tx"),
+    )
+    assert blocks(tidelog_acls(*bootstrap, "--list")) == blocks(kafka_acls(*bootstrap, "--list"))
+    assert "operation=CREATE" in tidelog_acls(*bootstrap, "--list", "--topic", "acl-prod")
+    tidelog_acls(*bootstrap, "--remove", "--force", "--group", "acl-cli")
+    tidelog_acls(
+        *bootstrap, "--remove", "--force", "--topic", "acl-prod", "--transactional-id", "acl-tx"
+    )
+    assert kafka_acls(*bootstrap, "--list") == ""

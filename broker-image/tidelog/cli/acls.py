@@ -1,0 +1,353 @@
+"""``tidelog-acls``: Apache Kafka's ``kafka-acls.sh`` with ``--bootstrap-server``, same
+options and output (seed 003: kafka-acls, which users may access which topics).
+
+* ``--add``: ACLs for ``--allow-principal``/``--deny-principal`` (from ``--allow-host``/
+  ``--deny-host``, ``*`` by default) with each ``--operation`` (All by default) on each
+  resource (``--topic``, ``--group``, ``--cluster``, ``--transactional-id``,
+  ``--delegation-token``, as ``--resource-pattern-type`` LITERAL or PREFIXED), through
+  CreateAcls. ``--producer`` and ``--consumer`` add Kafka's sets for producing (Write,
+  Describe, Create on topics; Write, Describe on transactional ids; IdempotentWrite on the
+  cluster with ``--idempotent``) and consuming (Read, Describe on topics; Read on groups).
+* ``--remove``: those ACLs, or every ACL of the resources when no principal is named,
+  through DeleteAcls, after a y/n question unless ``--force``; ``--resource-pattern-type``
+  may also be ANY or MATCH.
+* ``--list``: the ACLs of the resources (all without one; ``--principal`` for one
+  principal's), through DescribeAcls.
+
+``--command-config FILE`` holds Kafka's client properties (TLS, SASL). Errors are one
+``Error: ...`` line on stderr with exit status 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from tidelog.admin import AdminError
+from tidelog.admin.connection import BrokerConnection
+from tidelog.cli.common import Parser, UsageError, check_bootstrap, run_tool
+from tidelog.protocol import ApiKey
+from tidelog.protocol.errors import ErrorCode
+from tidelog.security.acls import (
+    CLUSTER_NAME,
+    WILDCARD,
+    AccessControlEntry,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
+from tidelog.security.client_security import ClientSecurity
+from tidelog.security.principal import KafkaPrincipal
+from tidelog.server.properties import parse_properties
+
+__all__ = ["Options", "main", "parse_args"]
+
+PROG = "tidelog-acls"
+OP = AclOperation
+ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
+RESOURCE_OPTIONS = {
+    "topic": ResourceType.TOPIC,
+    "group": ResourceType.GROUP,
+    "transactional_id": ResourceType.TRANSACTIONAL_ID,
+    "delegation_token": ResourceType.DELEGATION_TOKEN,
+}
+
+
+def _parser() -> Parser:
+    p = Parser(prog=PROG, description="Add, remove and list ACLs.")
+    p.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="REQUIRED: brokers")
+    p.add_argument("--command-config", metavar="FILE", help="Kafka's client properties")
+    for action in ("add", "remove", "list"):
+        p.add_argument(f"--{action}", action="store_true")
+    for name in RESOURCE_OPTIONS:
+        p.add_argument(f"--{name.replace('_', '-')}", action="append", default=[])
+    p.add_argument("--cluster", action="store_true")
+    p.add_argument("--resource-pattern-type", default="LITERAL")
+    for side in ("allow", "deny"):
+        p.add_argument(f"--{side}-principal", action="append", default=[])
+        p.add_argument(f"--{side}-host", action="append", default=[])
+    p.add_argument("--principal", help="--list: this principal's ACLs")
+    p.add_argument("--operation", action="append", default=[])
+    p.add_argument("--producer", action="store_true")
+    p.add_argument("--consumer", action="store_true")
+    p.add_argument("--idempotent", action="store_true")
+    p.add_argument("--force", action="store_true")
+    return p
+
+
+@dataclass
+class Options:
+    bootstrap: str
+    action: str
+    security: ClientSecurity | None = None
+    resources: list[ResourcePattern] = field(default_factory=list)
+    pattern_type: PatternType = PatternType.LITERAL
+    entries: dict[ResourcePattern, list[AccessControlEntry]] = field(default_factory=dict)
+    principals: list[str] = field(default_factory=list)
+    principal: str | None = None
+    force: bool = False
+
+
+def _principal(text: str) -> str:
+    try:
+        return str(KafkaPrincipal.parse(text))
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def _entries(a, pattern: ResourcePattern) -> list[AccessControlEntry]:
+    """The entries ``--add``/``--remove`` name for one resource."""
+    if a.producer or a.consumer:
+        operations = []
+        if pattern.resource_type is ResourceType.TOPIC:
+            operations += [OP.WRITE, OP.DESCRIBE, OP.CREATE] if a.producer else []
+            operations += [OP.READ, OP.DESCRIBE] if a.consumer else []
+        elif pattern.resource_type is ResourceType.TRANSACTIONAL_ID and a.producer:
+            operations = [OP.WRITE, OP.DESCRIBE]
+        elif pattern.resource_type is ResourceType.GROUP and a.consumer:
+            operations = [OP.READ]
+        elif pattern.resource_type is ResourceType.CLUSTER and a.producer and a.idempotent:
+            operations = [OP.IDEMPOTENT_WRITE]
+        operations = list(dict.fromkeys(operations))
+    else:
+        try:
+            operations = [OP.parse(o) for o in a.operation] or [OP.ALL]
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    entries = []
+    for permission, principals, hosts in (
+        (ALLOW, a.allow_principal, a.allow_host),
+        (DENY, a.deny_principal, a.deny_host),
+    ):
+        for principal in principals:
+            for host in hosts or [WILDCARD]:
+                for operation in operations:
+                    entries.append(
+                        AccessControlEntry(_principal(principal), host, operation, permission)
+                    )
+    return entries
+
+
+def parse_args(argv: Sequence[str]) -> Options:
+    a = _parser().parse_args(argv)
+    actions = [name for name in ("add", "remove", "list") if getattr(a, name)]
+    if len(actions) != 1:
+        raise UsageError("Command must include exactly one action: --list, --add, --remove.")
+    (action,) = actions
+    if not a.bootstrap_server:
+        raise UsageError("Missing required option(s): bootstrap-server")
+    try:
+        pattern_type = PatternType.parse(a.resource_pattern_type)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if action == "add" and pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+        raise UsageError(
+            f"A '--resource-pattern-type' value of '{pattern_type.name}' is not valid when "
+            "adding acls."
+        )
+    if a.consumer and not a.group and action != "list":
+        raise UsageError("With --consumer you must specify a --group")
+    if (a.producer or a.consumer) and (a.operation or action == "list"):
+        raise UsageError("--producer/--consumer cannot be used with --operation or --list")
+    options = Options(
+        check_bootstrap(a.bootstrap_server),
+        action,
+        security=_command_config(a.command_config),
+        pattern_type=pattern_type,
+        force=a.force,
+    )
+    for name, resource_type in RESOURCE_OPTIONS.items():
+        for resource in getattr(a, name):
+            options.resources.append(ResourcePattern(resource_type, resource, pattern_type))
+    cluster = a.cluster or (a.producer and a.idempotent and not a.transactional_id)
+    if cluster:
+        options.resources.append(ResourcePattern(ResourceType.CLUSTER, CLUSTER_NAME))
+    if action != "list":
+        if not options.resources:
+            raise UsageError(
+                "You must provide at least one resource: --topic <topic> or "
+                "--cluster or --group <group> or --transactional-id <id> or "
+                "--delegation-token <token>"
+            )
+        for pattern in options.resources:
+            options.entries[pattern] = _entries(a, pattern)
+        if action == "add" and not any(options.entries.values()):
+            raise UsageError("You must specify one of: --allow-principal, --deny-principal")
+    options.principal = _principal(a.principal) if a.principal else None
+    return options
+
+
+def _command_config(path: str | None) -> ClientSecurity | None:
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            return ClientSecurity.from_properties(parse_properties(file.read()))
+    except OSError as error:
+        raise UsageError(f"Cannot read --command-config {path}: {error.strerror}") from None
+    except ValueError as error:
+        raise UsageError(f"Invalid --command-config {path}: {error}") from None
+
+
+def _connect(options: Options) -> BrokerConnection:
+    errors = []
+    for address in options.bootstrap.split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            return BrokerConnection(host.strip("[]"), int(port), security=options.security)
+        except OSError as error:
+            errors.append(f"{address}: {error}")
+    raise ConnectionError("no broker answered: " + "; ".join(errors))
+
+
+def _check(code: int, message: str | None) -> None:
+    if code != ErrorCode.NONE:
+        raise AdminError(ErrorCode(code), message or ErrorCode(code).message)
+
+
+def _block(title: str, pattern: ResourcePattern, entries) -> str:
+    lines = "\n\t".join(str(entry) for entry in entries)
+    return f"{title} `{pattern}`: \n \t{lines} \n\n"
+
+
+def _describe(connection, pattern_filter) -> dict[ResourcePattern, list[AccessControlEntry]]:
+    resource_type, name, pattern_type = pattern_filter
+    answer = connection.request(
+        ApiKey.DESCRIBE_ACLS,
+        None,
+        {
+            "resource_type_filter": resource_type,
+            "resource_name_filter": name,
+            "pattern_type_filter": pattern_type,
+            "principal_filter": None,
+            "host_filter": None,
+            "operation": OP.ANY,
+            "permission_type": AclPermissionType.ANY,
+        },
+    )
+    _check(answer.error_code, answer.error_message)
+    found: dict[ResourcePattern, list[AccessControlEntry]] = {}
+    for resource in answer.resources:
+        pattern = ResourcePattern(
+            ResourceType(resource.resource_type),
+            resource.resource_name,
+            PatternType(resource.pattern_type),
+        )
+        found.setdefault(pattern, []).extend(
+            AccessControlEntry(
+                acl.principal, acl.host, OP(acl.operation), AclPermissionType(acl.permission_type)
+            )
+            for acl in resource.acls
+        )
+    return found
+
+
+def _add(options: Options, connection, out: TextIO) -> None:
+    creations = []
+    for pattern, entries in options.entries.items():
+        if not entries:
+            continue
+        out.write(_block("Adding ACLs for resource", pattern, entries))
+        creations += [
+            {
+                "resource_type": pattern.resource_type,
+                "resource_name": pattern.name,
+                "resource_pattern_type": pattern.pattern_type,
+                "principal": entry.principal,
+                "host": entry.host,
+                "operation": entry.operation,
+                "permission_type": entry.permission_type,
+            }
+            for entry in entries
+        ]
+    answer = connection.request(ApiKey.CREATE_ACLS, None, {"creations": creations})
+    for result in answer.results:
+        _check(result.error_code, result.error_message)
+
+
+def _remove(options: Options, connection, out: TextIO, answer_in: TextIO) -> None:
+    filters = []
+    for pattern, entries in options.entries.items():
+        if not options.force:
+            what = "\n\t".join(map(str, entries)) if entries else "all ACLs"
+            out.write(
+                f"Are you sure you want to remove ACLs: \n \t{what} \n from resource filter "
+                f"`{pattern}`? (y/n)\n"
+            )
+            out.flush()
+            if answer_in.readline().strip().lower() != "y":
+                continue
+        base = {
+            "resource_type_filter": pattern.resource_type,
+            "resource_name_filter": pattern.name,
+            "pattern_type_filter": pattern.pattern_type,
+        }
+        if not entries:
+            filters.append(
+                {
+                    **base,
+                    "principal_filter": None,
+                    "host_filter": None,
+                    "operation": OP.ANY,
+                    "permission_type": AclPermissionType.ANY,
+                }
+            )
+        filters += [
+            {
+                **base,
+                "principal_filter": e.principal,
+                "host_filter": e.host,
+                "operation": e.operation,
+                "permission_type": e.permission_type,
+            }
+            for e in entries
+        ]
+    if not filters:
+        return
+    answer = connection.request(ApiKey.DELETE_ACLS, None, {"filters": filters})
+    for result in answer.filter_results:
+        _check(result.error_code, result.error_message)
+
+
+def _list(options: Options, connection, out: TextIO) -> None:
+    wanted = [(p.resource_type, p.name, p.pattern_type) for p in options.resources] or [
+        (ResourceType.ANY, None, PatternType.ANY)
+    ]
+    found: dict[ResourcePattern, list[AccessControlEntry]] = {}
+    for pattern_filter in wanted:
+        for pattern, entries in _describe(connection, pattern_filter).items():
+            found.setdefault(pattern, []).extend(
+                e for e in entries if e not in found.get(pattern, [])
+            )
+    if options.principal is not None:
+        out.write(f"ACLs for principal `{options.principal}`\n")
+        found = {
+            p: [e for e in entries if e.principal == options.principal]
+            for p, entries in found.items()
+        }
+    for pattern, entries in found.items():
+        if entries:
+            out.write(_block("Current ACLs for resource", pattern, sorted(entries)))
+
+
+def execute(options: Options, out: TextIO, err: TextIO, answer_in: TextIO | None = None) -> int:
+    with _connect(options) as connection:
+        if options.action == "add":
+            _add(options, connection, out)
+        elif options.action == "remove":
+            _remove(options, connection, out, answer_in or sys.stdin)
+        else:
+            _list(options, connection, out)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
+    return run_tool(argv, out, err, parse_args, execute, failed_due_to="ACL command")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
