@@ -86,6 +86,16 @@ class TlsListener:
         return KafkaPrincipal.user(self._mapper.name(subject))
 
 
+def _tls_settings(config, spec: ListenerSpec) -> dict[str, object]:
+    """A TLS listener's settings; on SASL_SSL, clients are asked for a certificate only
+    by the listener's own ``ssl.client.auth`` (KIP-684), never by the broker-wide one."""
+    settings = ssl_settings(config, spec.name)
+    if spec.security_protocol == "SASL_SSL":
+        own = config.layers(f"listener.name.{spec.name.lower()}.ssl.client.auth")
+        settings["ssl.client.auth"] = own[0][1] if len(own) > 1 else "none"
+    return settings
+
+
 class ListenerSecurity:
     """The broker's listeners with what each needs to serve: ``listeners`` in order,
     ``tls[name]`` for those with TLS."""
@@ -93,7 +103,7 @@ class ListenerSecurity:
     def __init__(self, config):
         self.listeners: list[ListenerSpec] = listener_specs(config)
         self.tls = {
-            spec.name: TlsListener(ssl_settings(config, spec.name))
+            spec.name: TlsListener(_tls_settings(config, spec))
             for spec in self.listeners
             if spec.uses_tls
         }
@@ -103,11 +113,12 @@ class ListenerSecurity:
         changed), with their new settings, each checked to make a context (ConfigError
         names the first that does not)."""
         changed = {}
-        for name, listener in self.tls.items():
-            settings = ssl_settings(config, name)
-            if _stores(settings) != listener.stores:
+        for spec in self.listeners:
+            listener = self.tls.get(spec.name)
+            settings = _tls_settings(config, spec)
+            if listener is not None and _stores(settings) != listener.stores:
                 server_context(settings)
-                changed[name] = settings
+                changed[spec.name] = settings
         return changed
 
     def reconfigure(self, config) -> list[str]:
