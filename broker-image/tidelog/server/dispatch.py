@@ -90,6 +90,10 @@ from tidelog.server.handlers.partition_reassignments import (
 )
 from tidelog.server.handlers.produce import handle_produce
 from tidelog.server.handlers.sasl import handle_sasl_authenticate, handle_sasl_handshake
+from tidelog.server.handlers.scram_credentials import (
+    handle_alter_user_scram_credentials,
+    handle_describe_user_scram_credentials,
+)
 from tidelog.server.handlers.stop_replica import handle_stop_replica
 from tidelog.server.handlers.update_metadata import handle_update_metadata
 from tidelog.server.network import CloseConnection, ConnectionContext
@@ -103,6 +107,8 @@ HANDLERS = {
     ApiKey.API_VERSIONS: handle_api_versions,
     ApiKey.SASL_HANDSHAKE: handle_sasl_handshake,
     ApiKey.SASL_AUTHENTICATE: handle_sasl_authenticate,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: handle_describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: handle_alter_user_scram_credentials,
     ApiKey.METADATA: handle_metadata,
     ApiKey.PRODUCE: handle_produce,
     ApiKey.FETCH: handle_fetch,
