@@ -1,12 +1,12 @@
 """Authorization over the APIs, table-driven, on tidelog and on Apache Kafka 3.9 with the
-same ACLs: each row sends one request as ``User:ANONYMOUS`` (a PLAINTEXT client), first
-without the right it needs (Kafka's authorization error, the same for a topic that does
-not exist as for one that does), then after each grant, written to ZooKeeper through the
-ACL store that both brokers follow. Every step waits for its effect; none sleeps.
+same ACLs: each row sends one request as ``User:alice`` (SASL/PLAIN), first without the
+right it needs (Kafka's authorization error, the same for a topic that does not exist as
+for one that does), then after each grant, written to ZooKeeper through the ACL store
+that both brokers follow. Every step waits for its effect; none sleeps.
 
-Both brokers run ``kafka.security.authorizer.AclAuthorizer`` without super users and
-with one standing ACL: ClusterAction on the cluster for ``User:ANONYMOUS`` (Kafka's
-controller reaches its own broker through its PLAINTEXT listener as that principal)."""
+Both brokers run ``kafka.security.authorizer.AclAuthorizer`` with the same listeners: a
+SASL_PLAINTEXT one for alice, and the PLAINTEXT inter-broker one, whose
+``User:ANONYMOUS`` is the super user (Kafka's controller reaches its own broker there)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import pytest
 from kazoo.client import KazooClient
 
-from integration.broker_process import BrokerProcess
+from integration.broker_process import BrokerProcess, free_port
 from kafka_reference import kafka_libs
 from tidelog.admin.connection import BrokerConnection
 from tidelog.protocol import ApiKey
@@ -27,23 +27,41 @@ from tidelog.security.acls import (
     AccessControlEntry,
     AclOperation,
     AclPermissionType,
-    PatternType,
     ResourcePattern,
     ResourceType,
 )
+from tidelog.security.client_security import ClientSecurity
 from tidelog.zookeeper import find_java
 from waiting import WaitTimeout, wait_until
 
 E = ErrorCode
 OP = AclOperation
-ANONYMOUS = "User:ANONYMOUS"
+ALICE = "User:alice"
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+ALICE_SECURITY = ClientSecurity.from_properties(
+    {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.jaas.config": f'{PLAIN_MODULE} required username="alice" password="alice-secret";',
+    }
+)
 TOPIC = "acl-t"
 MISSING = "acl-missing"
 GROUP = "acl-g"
-AUTHORIZER = {
-    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-    "auto.create.topics.enable": "false",
-}
+
+
+def security_overrides(plaintext_port: int, sasl_port: int) -> dict[str, str]:
+    return {
+        "listeners": f"PLAINTEXT://127.0.0.1:{plaintext_port},"
+        f"SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": f"{PLAIN_MODULE} required "
+        'username="admin" password="admin-secret" user_alice="alice-secret";',
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:ANONYMOUS",
+        "auto.create.topics.enable": "false",
+    }
 
 
 def topic(name: str = TOPIC) -> ResourcePattern:
@@ -55,7 +73,6 @@ def group(name: str = GROUP) -> ResourcePattern:
 
 
 CLUSTER = ResourcePattern(ResourceType.CLUSTER, CLUSTER_NAME)
-STANDING = (CLUSTER, OP.CLUSTER_ACTION)
 
 
 class KafkaBroker(BrokerProcess):
@@ -87,28 +104,24 @@ class KafkaBroker(BrokerProcess):
 class Target:
     """One broker under test, its ZooKeeper ACL store and a connection to it."""
 
-    def __init__(self, broker: BrokerProcess, zk_connect: str):
+    def __init__(self, broker: BrokerProcess, sasl_port: int, zk_connect: str):
         self.broker = broker
+        self.sasl_port = sasl_port
         self.zk = KazooClient(hosts=zk_connect)
         self.zk.start(timeout=10)
         self.store = AclStore(self.zk)
 
     def grant(self, pattern: ResourcePattern, operation: AclOperation) -> None:
-        entry = AccessControlEntry(ANONYMOUS, "*", operation, AclPermissionType.ALLOW)
+        entry = AccessControlEntry(ALICE, "*", operation, AclPermissionType.ALLOW)
         self.store.update(pattern, lambda entries: entries | {entry})
 
-    def revoke_all_but_standing(self) -> None:
+    def revoke_all(self) -> None:
         for pattern in self.store.load_all():
-            keep = {
-                AccessControlEntry(ANONYMOUS, "*", op, AclPermissionType.ALLOW)
-                for p, op in [STANDING]
-                if p == pattern
-            }
-            self.store.update(pattern, lambda entries, keep=keep: entries & keep)
+            self.store.update(pattern, lambda _: frozenset())
 
     def request(self, api_key: ApiKey, version: int, body: dict):
-        host, port = self.broker.bootstrap.split(":")
-        with BrokerConnection(host, int(port)) as connection:
+        """As alice, through the SASL listener."""
+        with BrokerConnection("127.0.0.1", self.sasl_port, security=ALICE_SECURITY) as connection:
             return connection.request(api_key, version, body)
 
     def close(self) -> None:
@@ -124,21 +137,22 @@ def target(request, tmp_path_factory, zookeeper):
     admin.start(timeout=10)
     admin.ensure_path(f"/acl-apis-{kind}")
     admin.stop()
-    # The standing ACL is there before the broker starts (Kafka's controller needs it).
-    made = Target(None, connect)
-    made.store.ensure_paths()
-    made.grant(*STANDING)
+    plaintext_port, sasl_port = free_port(), free_port()
     process_class = KafkaBroker if kind == "kafka" else BrokerProcess
-    made.broker = process_class(
-        tmp_path_factory.mktemp(f"acl-{kind}"), connect, overrides=AUTHORIZER
+    broker = process_class(
+        tmp_path_factory.mktemp(f"acl-{kind}"),
+        connect,
+        port=plaintext_port,
+        overrides=security_overrides(plaintext_port, sasl_port),
     ).start()
+    made = Target(broker, sasl_port, connect)
     try:
         made.grant(CLUSTER, OP.CREATE)
         wait_until(
             lambda: _create(made, TOPIC, validate_only=False) in (E.NONE, E.TOPIC_ALREADY_EXISTS),
             f"{TOPIC} created on {kind}",
         )
-        made.revoke_all_but_standing()
+        made.revoke_all()
         wait_until(
             lambda: _create(made, "acl-probe", validate_only=True) == E.TOPIC_AUTHORIZATION_FAILED,
             "Create on the cluster revoked",
@@ -259,13 +273,38 @@ ROWS = {
         _partition_code("topics", "partitions"),
         [([], E.TOPIC_AUTHORIZATION_FAILED), ([(topic(), OP.DESCRIBE)], E.NONE)],
     ),
-    # ClusterAction on the cluster (standing here) serves it, whoever asks
     "offsets for leader epoch": Row(
         ApiKey.OFFSET_FOR_LEADER_EPOCH,
         4,
         {"topics": [{"topic": TOPIC, "partitions": [{"partition": 0, "leader_epoch": 0}]}]},
         _partition_code("topics", "partitions"),
-        [([], E.NONE)],
+        [([], E.TOPIC_AUTHORIZATION_FAILED), ([(topic(), OP.DESCRIBE)], E.NONE)],
+    ),
+    # ClusterAction on the cluster serves it too, whoever asks
+    "offsets for leader epoch by cluster action": Row(
+        ApiKey.OFFSET_FOR_LEADER_EPOCH,
+        4,
+        {"topics": [{"topic": TOPIC, "partitions": [{"partition": 0, "leader_epoch": 0}]}]},
+        _partition_code("topics", "partitions"),
+        [([], E.TOPIC_AUTHORIZATION_FAILED), ([(CLUSTER, OP.CLUSTER_ACTION)], E.NONE)],
+    ),
+    "follower fetch": Row(
+        ApiKey.FETCH,
+        11,
+        {
+            "replica_id": 5,
+            "max_wait_ms": 0,
+            "topics": [{"topic": TOPIC, "partitions": [{"partition": 0}]}],
+        },
+        _partition_code("responses", "partitions"),
+        [([(topic(), OP.READ)], E.TOPIC_AUTHORIZATION_FAILED)],
+    ),
+    "leader and isr": Row(
+        ApiKey.LEADER_AND_ISR,
+        5,
+        {"controller_id": 1, "controller_epoch": 1, "broker_epoch": -1, "topic_states": []},
+        _top_code,
+        [([], E.CLUSTER_AUTHORIZATION_FAILED)],
     ),
     "create topics": Row(
         ApiKey.CREATE_TOPICS,
@@ -414,7 +453,7 @@ ROWS = {
         lambda response: (response.error_code, response.cluster_authorized_operations),
         [
             ([], (E.NONE, 0)),
-            ([(CLUSTER, OP.DESCRIBE)], (E.NONE, 1 << OP.DESCRIBE | 1 << OP.CLUSTER_ACTION)),
+            ([(CLUSTER, OP.DESCRIBE)], (E.NONE, 1 << OP.DESCRIBE)),
         ],
     ),
     "describe log dirs": Row(
@@ -490,6 +529,4 @@ def test_api_needs_its_right(target, row):
                     f"{error} after granting {grants}; it answers {answers[-1]!r}"
                 ) from None
     finally:
-        target.revoke_all_but_standing()
-        created = ResourcePattern(ResourceType.GROUP, "acl-created", PatternType.LITERAL)
-        target.store.update(created, lambda _: frozenset())
+        target.revoke_all()
