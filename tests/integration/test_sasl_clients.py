@@ -1,0 +1,325 @@
+"""Every client over SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, to one
+broker with three listeners: PLAINTEXT, SASL (all three mechanisms) and PLAINONLY (a
+SASL listener enabling PLAIN alone). confluent-kafka, kafka-python, aiokafka and Kafka's
+console tools produce and consume; a wrong password and a mechanism the listener does
+not enable fail with each library's usual error, and the broker serves the others on."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import kafka.errors
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.errors import KafkaConnectionError
+from confluent_kafka import Consumer, KafkaError, Producer
+from kafka import KafkaConsumer, KafkaProducer
+
+from integration.broker_process import BrokerProcess, free_port
+from integration.sasl_setup import (
+    MECHANISMS,
+    SCRAM_MODULE,
+    create_scram_user,
+    jaas,
+    logs_in,
+    sasl_listener_overrides,
+    wait_for_login,
+)
+from kafka_reference.tools import run_kafka_tool
+from waiting import wait_until
+
+RECORDS = 50
+USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+
+
+@pytest.fixture(scope="module")
+def sasl_broker(tmp_path_factory, module_chroot):
+    plain, ports = free_port(), {"SASL": free_port(), "PLAINONLY": free_port()}
+    process = BrokerProcess(
+        tmp_path_factory.mktemp("broker"),
+        module_chroot,
+        port=plain,
+        overrides={
+            "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL://127.0.0.1:{ports['SASL']},"
+            f"PLAINONLY://127.0.0.1:{ports['PLAINONLY']}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT,"
+            "PLAINONLY:SASL_PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "connection.failed.authentication.delay.ms": "20",
+            **sasl_listener_overrides("SASL", MECHANISMS, USERS),
+            **sasl_listener_overrides("PLAINONLY", ("PLAIN",), USERS),
+        },
+    ).start()
+    for user, password in USERS.items():
+        create_scram_user(plain, user, password)
+    for user, password in USERS.items():
+        wait_for_login(ports["SASL"], "SCRAM-SHA-512", user, password)
+    process.sasl_ports = ports
+    yield process
+    assert process.stop() == 0
+
+
+def address(broker, listener: str = "SASL") -> str:
+    return f"127.0.0.1:{broker.sasl_ports[listener]}"
+
+
+def values(tag: str) -> list[bytes]:
+    return [f"{tag}-{i:03d}".encode() for i in range(RECORDS)]
+
+
+# -- confluent-kafka -----------------------------------------------------------------------
+
+
+def confluent_sasl(mechanism: str, user: str = "alice", password: str | None = None):
+    return {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": mechanism,
+        "sasl.username": user,
+        "sasl.password": USERS[user] if password is None else password,
+    }
+
+
+def confluent_round_trip(bootstrap: str, topic: str, config: dict[str, str]) -> list[bytes]:
+    producer = Producer({"bootstrap.servers": bootstrap, **config})
+    for value in values(topic):
+        producer.produce(topic, value)
+    assert producer.flush(30) == 0
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"{topic}-group",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            **config,
+        }
+    )
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    try:
+
+        def all_read() -> bool:
+            messages = consumer.consume(RECORDS, 1)
+            got.extend(m.value() for m in messages if m.error() is None)
+            return len(got) >= RECORDS
+
+        wait_until(all_read, f"confluent-kafka reads {RECORDS} records of {topic}")
+    finally:
+        consumer.close()
+    return got
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_confluent_kafka(sasl_broker, mechanism) -> None:
+    topic = f"confluent-{mechanism.lower()}"
+    got = confluent_round_trip(address(sasl_broker), topic, confluent_sasl(mechanism))
+    assert got == values(topic)
+
+
+def confluent_refusals(bootstrap: str, config: dict[str, str]) -> list[str]:
+    """The authentication errors confluent-kafka reports trying to produce."""
+    errors: list[KafkaError] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "error_cb": errors.append,
+            "message.timeout.ms": 3000,
+            **config,
+        }
+    )
+    producer.produce("confluent-refused", b"x")
+    producer.flush(10)
+    return [e.str() for e in errors if e.code() == KafkaError._AUTHENTICATION]
+
+
+# What the broker tells a client whose credentials it refuses (Kafka's messages).
+REFUSALS = {
+    "PLAIN": "Authentication failed: Invalid username or password",
+    **{
+        m: "Authentication failed during authentication due to invalid credentials with "
+        f"SASL mechanism {m}"
+        for m in MECHANISMS[1:]
+    },
+}
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_confluent_kafka_wrong_password(sasl_broker, mechanism) -> None:
+    refusals = confluent_refusals(address(sasl_broker), confluent_sasl(mechanism, password="wrong"))
+    assert refusals and REFUSALS[mechanism] in refusals[0], refusals
+    assert logs_in(sasl_broker.sasl_ports["SASL"], mechanism, "bob", USERS["bob"])
+
+
+def test_confluent_kafka_mechanism_the_listener_does_not_enable(sasl_broker) -> None:
+    refusals = confluent_refusals(
+        address(sasl_broker, "PLAINONLY"), confluent_sasl("SCRAM-SHA-512")
+    )
+    assert refusals, refusals
+    assert "Unsupported SASL mechanism: broker's supported mechanisms: PLAIN" in refusals[0]
+    topic = "confluent-plain-only"
+    got = confluent_round_trip(
+        address(sasl_broker, "PLAINONLY"), topic, confluent_sasl("PLAIN", "bob")
+    )
+    assert got == values(topic)
+
+
+# -- kafka-python --------------------------------------------------------------------------
+
+
+def kafka_python_sasl(mechanism: str, user: str = "alice", password: str | None = None):
+    return {
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": mechanism,
+        "sasl_plain_username": user,
+        "sasl_plain_password": USERS[user] if password is None else password,
+    }
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_kafka_python(sasl_broker, mechanism) -> None:
+    topic = f"kafka-python-{mechanism.lower()}"
+    config = kafka_python_sasl(mechanism, "bob")
+    producer = KafkaProducer(bootstrap_servers=address(sasl_broker), **config)
+    for value in values(topic):
+        producer.send(topic, value)
+    producer.flush(30)
+    producer.close()
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=address(sasl_broker),
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=20000,
+        **config,
+    )
+    got = []
+    for message in consumer:
+        got.append(message.value)
+        if len(got) == RECORDS:
+            break
+    consumer.close()
+    assert got == values(topic)
+
+
+@pytest.mark.parametrize(
+    ("listener", "mechanism", "password", "refusal"),
+    [
+        ("SASL", "SCRAM-SHA-256", "wrong", REFUSALS["SCRAM-SHA-256"]),
+        ("SASL", "PLAIN", "wrong", REFUSALS["PLAIN"]),
+        ("PLAINONLY", "SCRAM-SHA-256", None, "UnsupportedSaslMechanismError"),
+    ],
+)
+def test_kafka_python_refused(sasl_broker, caplog, listener, mechanism, password, refusal) -> None:
+    """kafka-python logs the refusal of each bootstrap attempt, then gives up."""
+    with (
+        caplog.at_level(logging.WARNING, logger="kafka"),
+        pytest.raises(kafka.errors.KafkaTimeoutError, match="Unable to bootstrap"),
+    ):
+        KafkaProducer(
+            bootstrap_servers=address(sasl_broker, listener),
+            bootstrap_timeout_ms=2000,
+            **kafka_python_sasl(mechanism, password=password),
+        )
+    assert refusal in caplog.text
+    assert logs_in(sasl_broker.sasl_ports["SASL"], "SCRAM-SHA-256", "bob", USERS["bob"])
+
+
+# -- aiokafka ------------------------------------------------------------------------------
+
+
+def aiokafka_sasl(mechanism: str, user: str = "alice", password: str | None = None):
+    return kafka_python_sasl(mechanism, user, password)
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_aiokafka(sasl_broker, mechanism) -> None:
+    topic = f"aiokafka-{mechanism.lower()}"
+
+    async def main() -> list[bytes]:
+        bootstrap = address(sasl_broker)
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, **aiokafka_sasl(mechanism))
+        await producer.start()
+        try:
+            for value in values(topic):
+                await producer.send(topic, value)
+            await producer.flush()
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            **aiokafka_sasl(mechanism),
+        )
+        await consumer.start()
+        got: list[bytes] = []
+        try:
+            async with asyncio.timeout(30):
+                while len(got) < RECORDS:
+                    batches = await consumer.getmany(timeout_ms=1000)
+                    got += [m.value for messages in batches.values() for m in messages]
+        finally:
+            await consumer.stop()
+        return got
+
+    assert asyncio.run(main()) == values(topic)
+
+
+def test_aiokafka_wrong_password(sasl_broker) -> None:
+    async def main() -> None:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=address(sasl_broker),
+            **aiokafka_sasl("SCRAM-SHA-512", password="wrong"),
+        )
+        try:
+            await producer.start()
+        finally:
+            await producer.stop()
+
+    with pytest.raises(KafkaConnectionError, match="Unable to bootstrap"):
+        asyncio.run(main())
+    assert logs_in(sasl_broker.sasl_ports["SASL"], "PLAIN", "bob", USERS["bob"])
+
+
+# -- Kafka's console tools -----------------------------------------------------------------
+
+
+def properties_file(path: Path, properties: dict[str, str]) -> Path:
+    path.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
+    return path
+
+
+@pytest.mark.parametrize("mechanism", ("PLAIN", "SCRAM-SHA-512"))
+def test_kafkas_console_tools(sasl_broker, tmp_path, mechanism) -> None:
+    topic = f"console-{mechanism.lower()}"
+    module = (
+        SCRAM_MODULE
+        if mechanism != "PLAIN"
+        else "org.apache.kafka.common.security.plain.PlainLoginModule"
+    )
+    config = properties_file(
+        tmp_path / "client.properties",
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": mechanism,
+            "sasl.jaas.config": jaas(module, "alice", USERS["alice"]),
+        },
+    )
+    lines = [f"line-{i}" for i in range(RECORDS)]
+    produced = run_kafka_tool(
+        "kafka-console-producer",
+        *("--bootstrap-server", address(sasl_broker), "--topic", topic),
+        *("--producer.config", str(config)),
+        stdin="\n".join(lines) + "\n",
+    )
+    assert produced.returncode == 0, produced.stderr[-3000:]
+    consumed = run_kafka_tool(
+        "kafka-console-consumer",
+        *("--bootstrap-server", address(sasl_broker), "--topic", topic, "--from-beginning"),
+        *("--max-messages", str(len(lines)), "--consumer.config", str(config)),
+        timeout=120,
+    )
+    assert consumed.returncode == 0, consumed.stderr[-3000:]
+    assert consumed.stdout.split() == lines
