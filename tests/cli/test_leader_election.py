@@ -54,9 +54,9 @@ TP = TopicPartition
                 "preferred",
                 "--all-topic-partitions",
                 "--admin.config",
-                "a.properties",
+                "/nonexistent/a.properties",
             ],
-            r"\[admin.config\] is not supported",
+            r"Cannot read --admin.config /nonexistent/a.properties",
         ),
     ],
 )

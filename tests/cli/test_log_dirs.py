@@ -30,7 +30,7 @@ B = ("--bootstrap-server", "h:9092")
             "<topic>-<partition>",
         ),
         ([*B, "--describe", "--broker-list", "a"], "is not a list of ids"),
-        ([*B, "--describe", "--command-config", "x"], "not supported"),
+        ([*B, "--describe", "--command-config", "/nonexistent/x"], "Cannot read --command-config"),
     ],
 )
 def test_bad_options_are_refused_with_one_line(argv, message):

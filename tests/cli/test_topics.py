@@ -84,7 +84,7 @@ def test_topic_is_required_except_to_list_and_describe(action):
         (["--create", "--topic", "t", "--config", "a"], 'format "key=val"'),
         (["--describe", "--topic", "("], "Invalid topic regular expression"),
         (["--describe", "--topic-id", "not-an-id"], "Invalid topic id"),
-        (["--list", "--command-config", "admin.properties"], r"\[command-config\] is not supp"),
+        (["--list", "--command-config", "nowhere.properties"], r"Cannot read --command-config"),
         (["--describe", "--partition-size-limit-per-response", "5"], "not supported"),
         (["--list", "--bogus"], "unrecognized arguments"),
     ],

@@ -16,6 +16,7 @@ from tidelog.admin.moves import MovesMixin
 from tidelog.admin.topics import TopicsMixin
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
+from tidelog.security.client_security import ClientSecurity
 
 __all__ = ["UNINFORMED_ATTEMPTS", "AdminClient", "AdminError"]
 
@@ -32,11 +33,15 @@ def _split(address: str) -> tuple[str, int]:
 
 class AdminClient(ConsumerGroupsMixin, GroupOffsetsMixin, LogOffsetsMixin, TopicsMixin, MovesMixin):
     """Admin calls over short-lived connections; ``timeout`` (seconds) bounds each
-    socket operation and the retries of a call."""
+    socket operation and the retries of a call; ``security`` says how to connect (TLS,
+    SASL; None: PLAINTEXT)."""
 
-    def __init__(self, bootstrap: str, *, timeout: float = 30.0):
+    def __init__(
+        self, bootstrap: str, *, timeout: float = 30.0, security: ClientSecurity | None = None
+    ):
         self.bootstrap = [_split(a) for a in bootstrap.split(",")]
         self.timeout = timeout
+        self.security = security
 
     def _connect(self, address: tuple[str, int] | None = None) -> BrokerConnection:
         errors = []
@@ -49,7 +54,7 @@ class AdminClient(ConsumerGroupsMixin, GroupOffsetsMixin, LogOffsetsMixin, Topic
 
     def _connect_to(self, host: str, port: int) -> BrokerConnection:
         """A connection to one broker; OSError when it does not answer."""
-        return BrokerConnection(host, port, timeout=self.timeout)
+        return BrokerConnection(host, port, timeout=self.timeout, security=self.security)
 
     def metadata(self, topics: list[str] | None = None):
         """A Metadata response from a broker that knows the cluster. A broker that has

@@ -14,12 +14,15 @@ from typing import TextIO, TypeVar
 
 from tidelog.admin import AdminError
 from tidelog.protocol.errors import ProtocolError
+from tidelog.security.client_security import ClientSecurity
+from tidelog.server.properties import parse_properties
 
 __all__ = [
     "CommandError",
     "Parser",
     "UsageError",
     "check_bootstrap",
+    "command_config",
     "option_name",
     "read_text",
     "run_tool",
@@ -57,6 +60,22 @@ def check_bootstrap(value: str) -> str:
                 f"Invalid --bootstrap-server {value!r}: expected HOST:PORT[,HOST:PORT...]"
             )
     return ",".join(a.strip() for a in value.split(","))
+
+
+def command_config(path: str | None, option: str = "command-config") -> ClientSecurity | None:
+    """``--command-config FILE`` (Kafka's client properties: ``security.protocol``,
+    ``ssl.*``, ``sasl.*``) as the way the tool connects; None without the option.
+    A file that cannot be read or used is a UsageError naming it."""
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            properties = parse_properties(file.read())
+        return ClientSecurity.from_properties(properties)
+    except OSError as error:
+        raise UsageError(f"Cannot read --{option} {path}: {error.strerror}") from None
+    except ValueError as error:
+        raise UsageError(f"Invalid --{option} {path}: {error}") from None
 
 
 def read_text(path: str, what: str = "") -> str:

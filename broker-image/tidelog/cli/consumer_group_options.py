@@ -11,8 +11,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tidelog.admin.groups import GROUP_STATES, TopicPartition, canonical_state
-from tidelog.cli.common import Parser, UsageError, check_bootstrap, option_name
+from tidelog.cli.common import Parser, UsageError, check_bootstrap, command_config, option_name
 from tidelog.cli.offset_reset import SCENARIOS, ResetSpec, parse_datetime, parse_duration
+from tidelog.security.client_security import ClientSecurity
 
 __all__ = ["Options", "parse_args", "parse_topic_args"]
 
@@ -28,6 +29,7 @@ def _parser() -> Parser:
         "offsets (the options of Kafka's kafka-consumer-groups.sh).",
     )
     p.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="REQUIRED: brokers")
+    p.add_argument("--command-config", metavar="FILE", help="client properties (TLS, SASL)")
     p.add_argument("--group", action="append", help="the consumer group (repeatable)")
     p.add_argument("--all-groups", action="store_true", help="every consumer group")
     p.add_argument(
@@ -115,6 +117,7 @@ class Options:
     export: bool = False
     from_file_path: str | None = None
     timeout_ms: int = 5000
+    security: ClientSecurity | None = None
 
 
 def parse_args(argv: Sequence[str]) -> Options:
@@ -149,7 +152,14 @@ def parse_args(argv: Sequence[str]) -> Options:
     if a.timeout <= 0:
         raise UsageError(f"Option [timeout] must be positive, not {a.timeout}")
     options = Options(
-        bootstrap, action, groups, a.all_groups, topics, a.all_topics, timeout_ms=a.timeout
+        bootstrap,
+        action,
+        groups,
+        a.all_groups,
+        topics,
+        a.all_topics,
+        timeout_ms=a.timeout,
+        security=command_config(a.command_config),
     )
     if action in ("describe", "delete", "reset_offsets") and not groups and not a.all_groups:
         raise UsageError(

@@ -305,7 +305,9 @@ class _Command:
 
 
 def _execute(options: Options, out: TextIO, err: TextIO) -> int:
-    admin = AdminClient(options.bootstrap, timeout=options.timeout_ms / 1000)
+    admin = AdminClient(
+        options.bootstrap, timeout=options.timeout_ms / 1000, security=options.security
+    )
     command = _Command(options, out, err, admin)
     run = {
         "list": command.run_list,

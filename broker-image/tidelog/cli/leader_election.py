@@ -22,12 +22,10 @@ Where it differs from Kafka's tool, on purpose:
 * A failed partition's error is the Kafka error name and the broker's message
   (``PREFERRED_LEADER_NOT_AVAILABLE: ...``), not a Java exception class.
 * Partitions are listed in topic and partition order (Kafka's order is that of a hash set).
-* ``--admin.config`` is not supported.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -42,10 +40,12 @@ from tidelog.cli.common import (
     Parser,
     UsageError,
     check_bootstrap,
+    command_config,
     read_text,
     run_tool,
 )
 from tidelog.protocol.errors import ErrorCode
+from tidelog.security.client_security import ClientSecurity
 
 __all__ = [
     "CommandError",
@@ -74,7 +74,10 @@ def _parser() -> Parser:
     p.add_argument("--partition", type=int, help="the partition (REQUIRED with --topic)")
     p.add_argument("--all-topic-partitions", action="store_true", help="every partition")
     p.add_argument("--path-to-json-file", metavar="FILE", help='{"partitions": [{"topic": ...')
-    p.add_argument("--admin.config", dest="admin_config", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--admin.config", dest="admin_config", metavar="FILE", help="client properties (TLS, SASL)"
+    )
+    p.add_argument("--command-config", metavar="FILE", help="the same as --admin.config")
     return p
 
 
@@ -84,14 +87,15 @@ class Options:
     election_type: ElectionType
     partitions: list[TopicPartition] | None  # None: every partition
     json_file: str | None = None
+    security: ClientSecurity | None = None
 
 
 def parse_args(argv: Sequence[str]) -> Options:
     """Parse and check the options as Kafka's tool does; UsageError on bad input. The
     JSON file is read later, by :func:`parse_election_file`."""
     a = _parser().parse_args(argv)
-    if a.admin_config is not None:
-        raise UsageError(f"Option [admin.config] is not supported by {PROG}")
+    if a.admin_config is not None and a.command_config is not None:
+        raise UsageError("Option [admin.config] can't be used with option [command-config]")
     missing = [
         name
         for name, value in (
@@ -121,7 +125,11 @@ def parse_args(argv: Sequence[str]) -> Options:
     if a.partition is not None and a.partition < 0:
         raise UsageError(f"Invalid partition {a.partition}: partitions are numbered from 0")
     partitions = None if a.topic is None else [TopicPartition(a.topic, a.partition)]
-    return Options(bootstrap, election_type, partitions, a.path_to_json_file)
+    if a.admin_config is not None:
+        security = command_config(a.admin_config, "admin.config")
+    else:
+        security = command_config(a.command_config)
+    return Options(bootstrap, election_type, partitions, a.path_to_json_file, security)
 
 
 def parse_election_file(text: str) -> list[TopicPartition]:
@@ -197,7 +205,9 @@ def _parse(argv: list[str]) -> tuple[Options, list[TopicPartition] | None]:
 
 def _elect(parsed, out: TextIO, err: TextIO) -> int:
     options, partitions = parsed
-    results = AdminClient(options.bootstrap).elect_leaders(options.election_type, partitions)
+    results = AdminClient(options.bootstrap, security=options.security).elect_leaders(
+        options.election_type, partitions
+    )
     text, failed = format_results(options.election_type, results)
     out.write(text)
     out.flush()

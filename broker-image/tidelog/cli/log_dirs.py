@@ -37,11 +37,13 @@ from tidelog.cli.common import (
     Parser,
     UsageError,
     check_bootstrap,
+    command_config,
     option_name,
     run_tool,
 )
 from tidelog.cli.log_dir_moves import LogDirMoves
 from tidelog.cli.progress import format_bytes, wait_with_progress
+from tidelog.security.client_security import ClientSecurity
 
 __all__ = ["Options", "describe_json", "main", "parse_args", "summary_table"]
 
@@ -61,7 +63,7 @@ def _parser() -> Parser:
     p.add_argument("--partitions", metavar="t-0,t-1", help="--move: these replicas")
     p.add_argument("--log-dir", metavar="DIR", help="--move: to; --drain, --undrain: which")
     p.add_argument("--wait", action="store_true", help="--move, --drain: until done")
-    p.add_argument("--command-config", help="not supported")
+    p.add_argument("--command-config", metavar="FILE", help="client properties (TLS, SASL)")
     return p
 
 
@@ -76,6 +78,7 @@ class Options:
     partitions: list[TopicPartition] | None = None
     log_dir: str | None = None
     wait: bool = False
+    security: ClientSecurity | None = None
 
 
 def _partition(text: str) -> TopicPartition:
@@ -93,8 +96,6 @@ def parse_args(argv: Sequence[str]) -> Options:
     (action,) = actions
     if not a.bootstrap_server:
         raise UsageError("Missing required option(s): bootstrap-server")
-    if a.command_config is not None:
-        raise UsageError(f"Option [command-config] is not supported by {PROG}")
     allowed = {
         "describe": {"broker_list", "topic_list", "summary"},
         "move": {"broker", "partitions", "log_dir", "wait"},
@@ -110,7 +111,12 @@ def parse_args(argv: Sequence[str]) -> Options:
     missing = [name for name in required if getattr(a, name) is None]
     if missing:
         raise UsageError(f"Missing required option(s): {', '.join(map(option_name, missing))}")
-    options = Options(check_bootstrap(a.bootstrap_server), action, summary=a.summary)
+    options = Options(
+        check_bootstrap(a.bootstrap_server),
+        action,
+        summary=a.summary,
+        security=command_config(a.command_config),
+    )
     if a.broker_list:
         try:
             options.brokers = [int(b) for b in a.broker_list.split(",")]
@@ -260,7 +266,10 @@ def main(
     argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
     def execute(options: Options, out: TextIO, err: TextIO) -> None:
-        getattr(LogDirs(AdminClient(options.bootstrap), options, out, err), options.action)()
+        getattr(
+            LogDirs(AdminClient(options.bootstrap, security=options.security), options, out, err),
+            options.action,
+        )()
 
     return run_tool(argv, out, err, parse_args, execute)
 

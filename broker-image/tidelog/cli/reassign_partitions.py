@@ -48,6 +48,7 @@ from tidelog.cli.common import (
     Parser,
     UsageError,
     check_bootstrap,
+    command_config,
     option_name,
     read_text,
     run_tool,
@@ -62,6 +63,7 @@ from tidelog.cli.reassignment_file import (
     parse_topics_file,
     throttled_replicas,
 )
+from tidelog.security.client_security import ClientSecurity
 
 __all__ = ["Options", "main", "parse_args"]
 
@@ -80,6 +82,7 @@ EXISTING_REASSIGNMENT = (
 def _parser() -> Parser:
     p = Parser(prog=PROG, description="Move topic partitions between replicas and log dirs.")
     p.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="REQUIRED: brokers")
+    p.add_argument("--command-config", metavar="FILE", help="client properties (TLS, SASL)")
     for action in ACTIONS:
         p.add_argument(f"--{action}", action="store_true")
     p.add_argument("--reassignment-json-file", metavar="FILE")
@@ -112,6 +115,7 @@ class Options:
     additional: bool = False
     preserve_throttles: bool = False
     timeout_ms: int = 10000
+    security: ClientSecurity | None = None
     wait: bool = False
 
 
@@ -160,6 +164,7 @@ def parse_args(argv: Sequence[str]) -> Options:
         preserve_throttles=a.preserve_throttles,
         timeout_ms=a.timeout,
         wait=a.wait,
+        security=command_config(a.command_config),
     )
     if action == "generate":
         intents = [name for name in INTENTS if getattr(a, name)]
@@ -418,7 +423,9 @@ def main(
     argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
     def execute(options: Options, out: TextIO, err: TextIO) -> None:
-        command = Reassign(AdminClient(options.bootstrap), options, out, err)
+        command = Reassign(
+            AdminClient(options.bootstrap, security=options.security), options, out, err
+        )
         getattr(command, options.action)()
 
     return run_tool(argv, out, err, parse_args, execute)

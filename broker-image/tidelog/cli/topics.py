@@ -20,7 +20,7 @@ Where it differs from Kafka's tool, on purpose:
   3.9's tool refuses both with ``--bootstrap-server``. ``--partitions`` is then optional.
 * Topics are described in name order (Kafka's order is that of a hash map), and
   ``--list`` with no topic prints nothing (Kafka prints an empty line).
-* ``--command-config`` and ``--partition-size-limit-per-response`` are not supported.
+* ``--partition-size-limit-per-response`` is not supported.
 
 This module reads the options and runs the commands against the cluster; the describe
 lines are in :mod:`tidelog.cli.topic_tables`.
@@ -51,6 +51,7 @@ from tidelog.cli.common import (
     Parser,
     UsageError,
     check_bootstrap,
+    command_config,
     option_name,
     run_tool,
 )
@@ -63,6 +64,7 @@ from tidelog.cli.topic_tables import (
     replication_factor,
 )
 from tidelog.protocol.errors import ErrorCode
+from tidelog.security.client_security import ClientSecurity
 
 __all__ = [
     "CommandError",
@@ -88,7 +90,7 @@ COLLISION_WARNING = (
     "WARNING: Due to limitations in metric names, topics with a period ('.') or underscore "
     "('_') could collide. To avoid issues it is best to use either, but not both."
 )
-UNSUPPORTED = ("command_config", "partition_size_limit_per_response")
+UNSUPPORTED = ("partition_size_limit_per_response",)
 
 
 # -- parsing ----------------------------------------------------------------------------------
@@ -129,7 +131,7 @@ def _parser() -> Parser:
     p.add_argument("--if-exists", action="store_true", help="--alter, --delete, --describe")
     p.add_argument("--if-not-exists", action="store_true", help="--create")
     p.add_argument("--exclude-internal", action="store_true", help="--list, --describe")
-    p.add_argument("--command-config", help=argparse.SUPPRESS)
+    p.add_argument("--command-config", metavar="FILE", help="client properties (TLS, SASL)")
     p.add_argument("--partition-size-limit-per-response", help=argparse.SUPPRESS)
     return p
 
@@ -186,6 +188,7 @@ def topic_filter(pattern: str) -> re.Pattern[str]:
 class Options:
     bootstrap: str
     action: str  # one of ACTIONS
+    security: ClientSecurity | None = None
     topic: str | None = None
     topic_id: str | None = None
     configs: dict[str, str] = field(default_factory=dict)
@@ -223,7 +226,9 @@ def parse_args(argv: Sequence[str]) -> Options:
     (action,) = actions
     if not a.bootstrap_server:
         raise UsageError("--bootstrap-server must be specified")
-    options = Options(check_bootstrap(a.bootstrap_server), action)
+    options = Options(
+        check_bootstrap(a.bootstrap_server), action, security=command_config(a.command_config)
+    )
     if action not in ("list", "describe") and a.topic is None:
         raise UsageError('Missing required argument "[topic]"')
     _refuse(a, "config", ("create", "alter"), action)
@@ -452,7 +457,7 @@ def _min_isr(configs: dict[str, ConfigEntry]) -> int:
 
 
 def _execute(options: Options, out: TextIO, err: TextIO) -> int:
-    command = _Command(options, out, err, AdminClient(options.bootstrap))
+    command = _Command(options, out, err, AdminClient(options.bootstrap, security=options.security))
     run = {
         "create": command.run_create,
         "list": command.run_list,
