@@ -47,6 +47,7 @@ from pathlib import Path
 from tidelog.admin import AdminClient, AdminError
 from tidelog.child_process import dying_with_parent
 from tidelog.cli.local_control import ControlError, ControlServer, request
+from tidelog.cli.local_security import MODES, LocalSecurity
 from tidelog.server.config import BROKER_CONFIGS, ConfigError
 from tidelog.server.process import BrokerProcess
 from tidelog.zookeeper import ZooKeeperError, ZooKeeperServer
@@ -97,6 +98,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a broker property for every broker, as tidelog-server --override (repeatable; "
         "e.g. num.partitions=3, auto.create.topics.enable=false)",
+    )
+    start.add_argument(
+        "--security",
+        choices=MODES,
+        default="plaintext",
+        help="plaintext (default); ssl: TLS with client certificates; sasl_ssl: TLS with "
+        "SCRAM-SHA-512 logins; both turn the ACL authorizer on with the super user admin "
+        "(see <dir>/client.properties)",
     )
     for name, help_text in (
         ("restart-broker", "start a broker of the running cluster again"),
@@ -198,8 +207,15 @@ class LocalCluster:
     ``cluster.json`` says of them, and the requests of ``restart-broker`` and
     ``stop-broker``. Used by the start process's main thread only."""
 
-    def __init__(self, base: Path, zookeeper: ZooKeeperServer, brokers: list[BrokerProcess]):
+    def __init__(
+        self,
+        base: Path,
+        zookeeper: ZooKeeperServer,
+        brokers: list[BrokerProcess],
+        security: LocalSecurity,
+    ):
         self.base = base
+        self.security = security
         self.description_path = base / "cluster.json"
         self.zookeeper = zookeeper
         self.brokers = {broker.broker_id: broker for broker in brokers}
@@ -224,6 +240,7 @@ class LocalCluster:
                 }
                 for b in self.brokers.values()
             ],
+            "security": self.security.describe(),
         }
 
     def write_description(self) -> None:
@@ -338,12 +355,14 @@ def start(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     zookeeper = ZooKeeperServer(base / "zookeeper", port=args.zk_port)
+    security = LocalSecurity.prepare(args.security, base)
     brokers: list[BrokerProcess] = []
     control: ControlServer | None = None
     try:
         control = ControlServer(base)
         zookeeper.start()
         print(f"zookeeper   {zookeeper.connect_string}  (log: {zookeeper.log_path})", flush=True)
+        security.register_admin(zookeeper.connect_string)
         for index in range(args.brokers):
             broker = _LocalBroker(
                 base / f"broker-{index + 1}",
@@ -354,26 +373,29 @@ def start(args: argparse.Namespace) -> int:
                 # the offsets topic waits for this many alive brokers (unless overridden)
                 overrides={
                     "offsets.topic.replication.factor": str(min(3, args.brokers)),
+                    **security.broker_properties(args.base_port + index),
                     **args.properties,
                 },
             )
             brokers.append(broker.start())
             print(f"broker {index + 1}    {broker.bootstrap}  (log: {broker.log_path})", flush=True)
-        cluster = LocalCluster(base, zookeeper, brokers)
+        cluster = LocalCluster(base, zookeeper, brokers, security)
         bootstrap = cluster.describe()["bootstrap"]
-        _wait_for_registrations(AdminClient(bootstrap), args.brokers, stop)
-        AdminClient(bootstrap).create_topic(
-            args.topic, args.partitions, args.replication_factor, exist_ok=True
-        )
+        admin = AdminClient(bootstrap, security=security.client_security())
+        _wait_for_registrations(admin, args.brokers, stop)
+        admin.create_topic(args.topic, args.partitions, args.replication_factor, exist_ok=True)
         print(
             f"topic       {args.topic} ({args.partitions} partitions, "
             f"replication factor {args.replication_factor})"
         )
         cluster.write_description()
         print(f"\nbootstrap servers: {bootstrap}  (described in {description})")
+        client_config = (
+            "" if args.security == "plaintext" else f" --producer.config {base}/client.properties"
+        )
         print(
             "try: kafka-console-producer --bootstrap-server "
-            f"{brokers[0].bootstrap} --topic {args.topic}"
+            f"{brokers[0].bootstrap} --topic {args.topic}{client_config}"
         )
         print(
             f"failover: {cluster.command_line('stop-broker', 1)} (or kill -9 its pid), then "
