@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from security.tls_pairs import handshake
 from tidelog.security.certificates import CertificateAuthority
+from tidelog.security.client_security import ClientSecurity
 from tidelog.security.listener_security import ListenerSecurity
 from tidelog.server.config import BrokerConfig, ConfigError
 
@@ -75,3 +77,23 @@ def test_a_store_file_replaced_in_place_is_read_again(tmp_path: Path) -> None:
     stat = keystore.stat()
     os.utime(keystore, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     assert security.reconfigure(config(tmp_path)) == ["SASL_SSL", "SSL"]
+
+
+def test_a_followed_client_context_presents_the_renewed_certificate(tmp_path: Path) -> None:
+    base = config(tmp_path)
+    security = ListenerSecurity(base)
+    client = ClientSecurity.for_listener(base, "SSL").ssl_context
+    security.follow_client("SSL", client)
+
+    def presented() -> str:
+        done = handshake(client, security.tls["SSL"].current)
+        return dict(x[0] for x in done.server.getpeercert()["subject"])["commonName"]
+
+    assert presented() == "broker"
+    renewed = tmp_path / "renewed.pem"
+    issued = CA.issue("CN=renewed", hosts=["localhost"])
+    renewed.write_bytes(issued.chain_pem + issued.key_pem())
+    security.reconfigure(
+        config(tmp_path, {"listener.name.ssl.ssl.keystore.location": str(renewed)})
+    )
+    assert presented() == "renewed"

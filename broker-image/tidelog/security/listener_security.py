@@ -23,7 +23,7 @@ from cryptography import x509
 from tidelog.security.listeners import ListenerSpec, listener_specs, ssl_settings
 from tidelog.security.principal import KafkaPrincipal
 from tidelog.security.principal_mapping import PrincipalMapper, subject_name
-from tidelog.security.tls import server_context
+from tidelog.security.tls import reload_stores, server_context
 
 __all__ = ["ListenerSecurity", "TlsListener"]
 
@@ -107,6 +107,14 @@ class ListenerSecurity:
             for spec in self.listeners
             if spec.uses_tls
         }
+        self._clients: dict[str, list[ssl.SSLContext]] = {}
+
+    def follow_client(self, listener: str, context: ssl.SSLContext | None) -> None:
+        """Have a client context of the broker's own (its connections to other brokers'
+        ``listener``) load that listener's stores whenever they change, so that a renewed
+        certificate is also the one the broker presents to the others."""
+        if context is not None:
+            self._clients.setdefault(listener, []).append(context)
 
     def checked(self, config) -> dict[str, dict[str, object]]:
         """The TLS listeners whose stores ``config`` changes (or whose store files
@@ -128,5 +136,7 @@ class ListenerSecurity:
         changed = self.checked(config)
         for name, settings in changed.items():
             self.tls[name].swap(settings)
+            for context in self._clients.get(name, ()):
+                reload_stores(context, settings)
             logger.info("listener %s: new connections get its new keystore and truststore", name)
         return sorted(changed)

@@ -40,7 +40,7 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 
 from tidelog.server.config_key import ConfigError
 
-__all__ = ["TLS12_SUITES", "client_context", "server_context"]
+__all__ = ["TLS12_SUITES", "client_context", "reload_stores", "server_context"]
 
 _VERSIONS = {
     "TLSv1": ssl.TLSVersion.TLSv1,
@@ -281,3 +281,11 @@ def client_context(settings: Mapping[str, object]) -> ssl.SSLContext:
         context.load_default_certs(ssl.Purpose.SERVER_AUTH)
     _load_keystore(context, settings)
     return context
+
+
+def reload_stores(context: ssl.SSLContext, settings: Mapping[str, object]) -> None:
+    """Load new stores into a client context: its next connections present the new
+    keystore's certificate and trust the new truststore's CAs as well (a context cannot
+    forget a CA it trusted; open connections keep what they had)."""
+    _load_keystore(context, settings)
+    _load_truststore(context, settings)

@@ -253,6 +253,7 @@ class Broker:
             current=lambda: self.config,
             apply_broker_config=self.with_config,
         )
+        self.inter_broker_security = ClientSecurity.inter_broker(config)
         self.replica_manager = ReplicaManager(
             self.broker_id,
             self.log_manager,
@@ -265,7 +266,7 @@ class Broker:
                 backoff_ms=config["replica.fetch.backoff.ms"],
                 socket_timeout_ms=config["replica.socket.timeout.ms"],
                 connect_timeout_ms=config["socket.connection.setup.timeout.ms"],
-                security=ClientSecurity.inter_broker(config),
+                security=self.inter_broker_security,
             ),
             num_fetchers=config["num.replica.fetchers"],
             endpoint_of=self._inter_broker_endpoint,
@@ -300,6 +301,9 @@ class Broker:
         try:
             self.listener_security = ListenerSecurity(config)
             self.dynamic_config.on_broker_config(self.listener_security.reconfigure)
+            self.listener_security.follow_client(
+                inter_broker_listener(config), self.inter_broker_security.ssl_context
+            )
             for spec in self.listener_security.listeners:
                 tls = self.listener_security.tls.get(spec.name)
                 bound = await self.network.listen(
@@ -324,6 +328,11 @@ class Broker:
         """Run for controller; return once the election ran (an elected controller has
         sent this broker its metadata by then; one that lost serves what it knows)."""
         config = self.config
+        control_listener = control_plane_listener(config)
+        control_security = self.inter_broker_security
+        if control_listener != inter_broker_listener(config):
+            control_security = ClientSecurity.for_listener(config, control_listener)
+            self.listener_security.follow_client(control_listener, control_security.ssl_context)
         self.controller = Controller(
             self.broker_id,
             self.zk,
@@ -331,8 +340,8 @@ class Broker:
                 self.broker_id,
                 self.controller_requests,
                 inter_broker_listener(config),
-                control_listener=control_plane_listener(config),
-                security=ClientSecurity.for_listener(config, control_plane_listener(config)),
+                control_listener=control_listener,
+                security=control_security,
                 request_timeout_ms=config["controller.socket.timeout.ms"],
                 connect_timeout_ms=config["socket.connection.setup.timeout.ms"],
             ),
