@@ -1,6 +1,7 @@
-"""Every client over SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, to one
-broker with three listeners: PLAINTEXT, SASL (all three mechanisms) and PLAINONLY (a
-SASL listener enabling PLAIN alone). confluent-kafka, kafka-python, aiokafka and Kafka's
+"""Every client over SASL_PLAINTEXT and SASL_SSL with PLAIN, SCRAM-SHA-256 and
+SCRAM-SHA-512, to one broker with four listeners: PLAINTEXT, SASL (SASL_PLAINTEXT, all
+three mechanisms), SASLSSL (SASL_SSL, the same) and PLAINONLY (SASL_PLAINTEXT enabling
+PLAIN alone). confluent-kafka, kafka-python, aiokafka and Kafka's
 console tools produce and consume; a wrong password and a mechanism the listener does
 not enable fail with each library's usual error, and the broker serves the others on."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from pathlib import Path
 
 import kafka.errors
@@ -27,29 +29,37 @@ from integration.sasl_setup import (
     sasl_listener_overrides,
     wait_for_login,
 )
+from integration.tls_files import TlsFiles
 from kafka_reference.tools import run_kafka_tool
 from waiting import wait_until
 
 RECORDS = 50
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+PROTOCOLS = {"SASL": "SASL_PLAINTEXT", "SASLSSL": "SASL_SSL", "PLAINONLY": "SASL_PLAINTEXT"}
 
 
 @pytest.fixture(scope="module")
 def sasl_broker(tmp_path_factory, module_chroot):
-    plain, ports = free_port(), {"SASL": free_port(), "PLAINONLY": free_port()}
+    tls = TlsFiles.make(tmp_path_factory.mktemp("tls"))
+    plain, ports = free_port(), {listener: free_port() for listener in PROTOCOLS}
     process = BrokerProcess(
         tmp_path_factory.mktemp("broker"),
         module_chroot,
         port=plain,
         overrides={
-            "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL://127.0.0.1:{ports['SASL']},"
-            f"PLAINONLY://127.0.0.1:{ports['PLAINONLY']}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT,"
-            "PLAINONLY:SASL_PLAINTEXT",
+            "listeners": ",".join(
+                [f"PLAINTEXT://127.0.0.1:{plain}"]
+                + [f"{name}://127.0.0.1:{port}" for name, port in ports.items()]
+            ),
+            "listener.security.protocol.map": ",".join(
+                ["PLAINTEXT:PLAINTEXT"] + [f"{n}:{p}" for n, p in PROTOCOLS.items()]
+            ),
             "inter.broker.listener.name": "PLAINTEXT",
             "connection.failed.authentication.delay.ms": "20",
             **sasl_listener_overrides("SASL", MECHANISMS, USERS),
+            **sasl_listener_overrides("SASLSSL", MECHANISMS, USERS),
             **sasl_listener_overrides("PLAINONLY", ("PLAIN",), USERS),
+            **tls.listener_overrides(tls.broker_keystore()),
         },
     ).start()
     for user, password in USERS.items():
@@ -57,6 +67,7 @@ def sasl_broker(tmp_path_factory, module_chroot):
     for user, password in USERS.items():
         wait_for_login(ports["SASL"], "SCRAM-SHA-512", user, password)
     process.sasl_ports = ports
+    process.tls = tls
     yield process
     assert process.stop() == 0
 
@@ -72,13 +83,20 @@ def values(tag: str) -> list[bytes]:
 # -- confluent-kafka -----------------------------------------------------------------------
 
 
-def confluent_sasl(mechanism: str, user: str = "alice", password: str | None = None):
-    return {
-        "security.protocol": "SASL_PLAINTEXT",
+def confluent_sasl(
+    mechanism: str, user: str = "alice", password: str | None = None, tls: TlsFiles | None = None
+):
+    config = {
+        "security.protocol": "SASL_PLAINTEXT" if tls is None else "SASL_SSL",
         "sasl.mechanism": mechanism,
         "sasl.username": user,
         "sasl.password": USERS[user] if password is None else password,
     }
+    return config if tls is None else {**config, "ssl.ca.location": str(tls.ca_file)}
+
+
+def tls_of(broker, listener: str) -> TlsFiles | None:
+    return broker.tls if PROTOCOLS[listener] == "SASL_SSL" else None
 
 
 def confluent_round_trip(bootstrap: str, topic: str, config: dict[str, str]) -> list[bytes]:
@@ -110,10 +128,12 @@ def confluent_round_trip(bootstrap: str, topic: str, config: dict[str, str]) -> 
     return got
 
 
+@pytest.mark.parametrize("listener", ("SASL", "SASLSSL"))
 @pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_confluent_kafka(sasl_broker, mechanism) -> None:
-    topic = f"confluent-{mechanism.lower()}"
-    got = confluent_round_trip(address(sasl_broker), topic, confluent_sasl(mechanism))
+def test_confluent_kafka(sasl_broker, listener, mechanism) -> None:
+    topic = f"confluent-{listener.lower()}-{mechanism.lower()}"
+    config = confluent_sasl(mechanism, tls=tls_of(sasl_broker, listener))
+    got = confluent_round_trip(address(sasl_broker, listener), topic, config)
     assert got == values(topic)
 
 
@@ -167,27 +187,32 @@ def test_confluent_kafka_mechanism_the_listener_does_not_enable(sasl_broker) -> 
 # -- kafka-python --------------------------------------------------------------------------
 
 
-def kafka_python_sasl(mechanism: str, user: str = "alice", password: str | None = None):
-    return {
-        "security_protocol": "SASL_PLAINTEXT",
+def kafka_python_sasl(
+    mechanism: str, user: str = "alice", password: str | None = None, tls: TlsFiles | None = None
+):
+    config = {
+        "security_protocol": "SASL_PLAINTEXT" if tls is None else "SASL_SSL",
         "sasl_mechanism": mechanism,
         "sasl_plain_username": user,
         "sasl_plain_password": USERS[user] if password is None else password,
     }
+    return config if tls is None else {**config, "ssl_cafile": str(tls.ca_file)}
 
 
+@pytest.mark.parametrize("listener", ("SASL", "SASLSSL"))
 @pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_kafka_python(sasl_broker, mechanism) -> None:
-    topic = f"kafka-python-{mechanism.lower()}"
-    config = kafka_python_sasl(mechanism, "bob")
-    producer = KafkaProducer(bootstrap_servers=address(sasl_broker), **config)
+def test_kafka_python(sasl_broker, listener, mechanism) -> None:
+    topic = f"kafka-python-{listener.lower()}-{mechanism.lower()}"
+    config = kafka_python_sasl(mechanism, "bob", tls=tls_of(sasl_broker, listener))
+    bootstrap = address(sasl_broker, listener)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, **config)
     for value in values(topic):
         producer.send(topic, value)
     producer.flush(30)
     producer.close()
     consumer = KafkaConsumer(
         topic,
-        bootstrap_servers=address(sasl_broker),
+        bootstrap_servers=bootstrap,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
         consumer_timeout_ms=20000,
@@ -228,17 +253,25 @@ def test_kafka_python_refused(sasl_broker, caplog, listener, mechanism, password
 # -- aiokafka ------------------------------------------------------------------------------
 
 
-def aiokafka_sasl(mechanism: str, user: str = "alice", password: str | None = None):
-    return kafka_python_sasl(mechanism, user, password)
+def aiokafka_sasl(
+    mechanism: str, user: str = "alice", password: str | None = None, tls: TlsFiles | None = None
+):
+    config = kafka_python_sasl(mechanism, user, password)
+    if tls is None:
+        return config
+    context = ssl.create_default_context(cafile=str(tls.ca_file))
+    return {**config, "security_protocol": "SASL_SSL", "ssl_context": context}
 
 
+@pytest.mark.parametrize("listener", ("SASL", "SASLSSL"))
 @pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_aiokafka(sasl_broker, mechanism) -> None:
-    topic = f"aiokafka-{mechanism.lower()}"
+def test_aiokafka(sasl_broker, listener, mechanism) -> None:
+    topic = f"aiokafka-{listener.lower()}-{mechanism.lower()}"
+    config = aiokafka_sasl(mechanism, tls=tls_of(sasl_broker, listener))
 
     async def main() -> list[bytes]:
-        bootstrap = address(sasl_broker)
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, **aiokafka_sasl(mechanism))
+        bootstrap = address(sasl_broker, listener)
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, **config)
         await producer.start()
         try:
             for value in values(topic):
@@ -251,7 +284,7 @@ def test_aiokafka(sasl_broker, mechanism) -> None:
             bootstrap_servers=bootstrap,
             auto_offset_reset="earliest",
             enable_auto_commit=False,
-            **aiokafka_sasl(mechanism),
+            **config,
         )
         await consumer.start()
         got: list[bytes] = []
@@ -291,9 +324,13 @@ def properties_file(path: Path, properties: dict[str, str]) -> Path:
     return path
 
 
-@pytest.mark.parametrize("mechanism", ("PLAIN", "SCRAM-SHA-512"))
-def test_kafkas_console_tools(sasl_broker, tmp_path, mechanism) -> None:
-    topic = f"console-{mechanism.lower()}"
+@pytest.mark.parametrize(
+    ("listener", "mechanism"),
+    [("SASL", "PLAIN"), ("SASL", "SCRAM-SHA-512"), ("SASLSSL", "SCRAM-SHA-256")],
+)
+def test_kafkas_console_tools(sasl_broker, tmp_path, listener, mechanism) -> None:
+    topic = f"console-{listener.lower()}-{mechanism.lower()}"
+    tls = tls_of(sasl_broker, listener)
     module = (
         SCRAM_MODULE
         if mechanism != "PLAIN"
@@ -302,7 +339,8 @@ def test_kafkas_console_tools(sasl_broker, tmp_path, mechanism) -> None:
     config = properties_file(
         tmp_path / "client.properties",
         {
-            "security.protocol": "SASL_PLAINTEXT",
+            **({} if tls is None else tls.client_properties()),
+            "security.protocol": PROTOCOLS[listener],
             "sasl.mechanism": mechanism,
             "sasl.jaas.config": jaas(module, "alice", USERS["alice"]),
         },
@@ -310,14 +348,15 @@ def test_kafkas_console_tools(sasl_broker, tmp_path, mechanism) -> None:
     lines = [f"line-{i}" for i in range(RECORDS)]
     produced = run_kafka_tool(
         "kafka-console-producer",
-        *("--bootstrap-server", address(sasl_broker), "--topic", topic),
+        *("--bootstrap-server", address(sasl_broker, listener), "--topic", topic),
         *("--producer.config", str(config)),
         stdin="\n".join(lines) + "\n",
     )
     assert produced.returncode == 0, produced.stderr[-3000:]
     consumed = run_kafka_tool(
         "kafka-console-consumer",
-        *("--bootstrap-server", address(sasl_broker), "--topic", topic, "--from-beginning"),
+        *("--bootstrap-server", address(sasl_broker, listener), "--topic", topic),
+        "--from-beginning",
         *("--max-messages", str(len(lines)), "--consumer.config", str(config)),
         timeout=120,
     )
