@@ -235,10 +235,10 @@ class ConnectionAuthenticator:
             if mechanism.complete:
                 self._complete(mechanism)
         except SaslFailure as failure:
-            self._fail(str(failure))
+            self._fail(str(failure), logged=False)  # the close is logged
             await self._delay()
             raise CloseConnection(
-                f"{failure.client_message(mechanism.name)} ({self._where()})"
+                f"Failed authentication with {self._where()} ({failure})"
             ) from None
         return [len(answer).to_bytes(_SIZE_BYTES, "big"), answer]
 
@@ -256,9 +256,10 @@ class ConnectionAuthenticator:
         reauth_ms = self._settings.reauth_ms
         self._expires_at = self._clock() + reauth_ms / 1000 if reauth_ms > 0 else None
 
-    def _fail(self, reason: str) -> None:
+    def _fail(self, reason: str, *, logged: bool = True) -> None:
         self.state = State.FAILED
-        logger.info("Failed authentication with %s (%s)", self._where(), reason)
+        if logged:
+            logger.info("Failed authentication with %s (%s)", self._where(), reason)
 
     async def _delay(self) -> None:
         if self._settings.failed_delay_ms > 0:
