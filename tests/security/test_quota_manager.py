@@ -153,3 +153,12 @@ def test_controller_mutations_take_tokens_and_a_bucket_in_debt_refuses():
         ClientQuotas(Entities(), WINDOWS, WINDOWS, clock=clock).mutation_throttle_ms("a", "b")
         is None
     )
+
+
+def test_one_response_of_the_most_a_window_allows_is_not_throttled_by_itself():
+    clock = Clock()
+    quotas = ClientQuotas(Entities({(None, D): {FETCH: "1000"}}), WINDOWS, WINDOWS, clock=clock)
+    assert quotas.max_value_in_window(FETCH, "alice", "app") == 10_000  # 10 windows' worth
+    assert quotas.max_value_in_window(PRODUCE, "alice", "app") is None
+    assert quotas.record(FETCH, "alice", "app", 10_000) == 0
+    assert quotas.record(FETCH, "alice", "app", 1) > 0

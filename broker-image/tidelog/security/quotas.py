@@ -265,6 +265,18 @@ class ClientQuotas:
             throttle = min(throttle, self._client_windows.window_ms)
         return round(throttle)
 
+    def max_value_in_window(self, quota_type: str, user: str, client: str) -> float | None:
+        """The most one request may use without being throttled by itself: the quota
+        over ``window.num - 1`` windows (Kafka's ``getMaxValueInQuotaWindow``, which
+        bounds a consumer's fetch); None without a quota."""
+        if quota_type not in self._enabled:
+            return None
+        resolved = resolve_quota(self._configs, quota_type, user, client)
+        if resolved is None:
+            return None
+        windows = self._client_windows
+        return resolved[0] * (windows.samples - 1) * windows.window_ms / 1000
+
     def unrecord(self, quota_type: str, user: str, client: str, value: float) -> None:
         """Take back a recorded ``value`` (a throttled fetch is answered empty, so its
         bytes were never sent: Kafka's ``unrecordQuotaSensor``)."""

@@ -254,8 +254,10 @@ class RequestDispatcher:
             )
         quotas = self.quotas
         measured = quotas is not None and quotas.applies(header.request_api_key, body)
-        if measured and quotas.times_handler():
-            handler = TimedHandler(handler)
+        if measured:
+            quotas.before_handler(header, body, context)
+            if quotas.times_handler():
+                handler = TimedHandler(handler)
         if self.broker.authorizer is None:
             response = await handler(self.broker, header, body, context)
         else:

@@ -7,7 +7,8 @@ is recorded in the quotas that apply to its principal and client id
 time its handler ran in ``request_percentage``. The largest throttle time goes into the
 response's ``throttle_time_ms``; the response leaves at once, and the connection reads no
 further request until the throttle ends (``ConnectionContext.muted_until``). A consumer
-Fetch that is throttled is answered without records (its bytes are taken back from the
+Fetch asks, before its handler, for no more bytes than its quota allows in one response
+(Kafka's cap); one that is throttled is answered without records (its bytes are taken back from the
 quota, as Kafka's ``unrecordQuotaSensor``), so a client over its quota gets nothing
 until it has waited.
 
@@ -116,6 +117,18 @@ class RequestQuotas:
     def times_handler(self) -> bool:
         """Whether handlers are timed (``request_percentage`` is set somewhere)."""
         return self.client_quotas.enabled(REQUEST)
+
+    def before_handler(self, header, request, context: ConnectionContext) -> None:
+        """A consumer Fetch asks for no more than its fetch quota allows in one
+        response, so that a response always fits the quota (Kafka caps the request's
+        max_bytes, and min_bytes with it, so)."""
+        if header.request_api_key != ApiKey.FETCH:
+            return
+        user, client = context.principal.name, header.client_id or ""
+        cap = self.client_quotas.max_value_in_window(FETCH, user, client)
+        if cap is not None and cap < request.max_bytes:
+            request.max_bytes = max(int(cap), 1)
+            request.min_bytes = min(request.min_bytes, request.max_bytes)
 
     def after_handler(
         self,
