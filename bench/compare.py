@@ -18,7 +18,9 @@ brokers of each system run S11 (partition reassignment under load, with and with
 throttle; ``bench/reassignment.py``), and last three brokers of each system run S13 (a
 broker of 1,000 partitions restarted after a clean stop and after a kill -9;
 ``bench/restart.py``) and S14 (followers and a consumer of a 1,000-partition topic,
-where fetch sessions count; ``bench/wide_fetch.py``). The same load generators run
+where fetch sessions count; ``bench/wide_fetch.py``). S15 (security) comes last, in
+single-broker sessions of its own (A B B A): a PLAINTEXT and a SASL_SSL listener with
+SCRAM-SHA-512, the ACL authorizer on (``bench/secured.py``). The same load generators run
 unchanged against both: Kafka's ``kafka-producer-perf-test`` and ours
 (``bench/loadgen.py`` and, for the groups, ``bench/groupload.py``; confluent-kafka).
 
@@ -29,7 +31,7 @@ system's brokers, started and stopped, and the figures taken on them), ``run_ord
 partition's bytes, timing without the garbage collector, py-spy), one module per family
 of scenarios (``throughput``: S1, S2, S3, S6; ``log_files``: S4, S5; ``cluster``: S7,
 S8; ``groups``: S9, S10; ``spark_pipeline``: S12; and ``reassignment``, ``restart``,
-``wide_fetch``), and ``report`` and ``plots`` (the files a run writes).
+``wide_fetch``, ``secured``), and ``report`` and ``plots`` (the files a run writes).
 
 Writes ``bench/results/<UTC date>-<short commit>.md`` and PNG plots next to it.
 Usage: ``python bench/compare.py [--quick] [--sessions N] [--cluster-sessions N]
@@ -53,6 +55,7 @@ from run_order import (
     REASSIGNMENT_SCENARIOS,
     RESTART_SCENARIOS,
     SCENARIOS,
+    SECURITY_SCENARIOS,
     WIDE_FETCH_SCENARIOS,
     alternating,
     run_sessions,
@@ -97,6 +100,7 @@ def main() -> None:
         - REASSIGNMENT_SCENARIOS
         - RESTART_SCENARIOS
         - WIDE_FETCH_SCENARIOS
+        - SECURITY_SCENARIOS
     )
     order = alternating(scale.sessions if args.sessions is None else args.sessions)
     order = order if single else []
@@ -141,6 +145,8 @@ def main() -> None:
         order += [f"{system} restart" for system in SYSTEMS]
     if args.scenarios & WIDE_FETCH_SCENARIOS:
         order += [f"{system} wide fetch" for system in SYSTEMS]
+    if args.scenarios & SECURITY_SCENARIOS:
+        order += [f"{system} security" for system in alternating(scale.s15_sessions)]
     report = write_report(stem, scale, order, sessions, time.monotonic() - began, software)
     print(f"wrote {report.relative_to(ROOT) if report.is_relative_to(ROOT) else report}")
 

@@ -86,11 +86,13 @@ def produce(
     keys: int = 0,
     acks: str = "1",
     sample_every: int = 64,
+    security: dict | None = None,
 ) -> Result:
     """Send ``count`` records of ``size`` bytes as fast as the client can; spread over
     ``partitions`` round-robin; with ``keys`` > 0 the record i has key i % keys.
-    Acknowledgement latency is sampled on one record in ``sample_every``."""
-    producer = Producer(producer_config(bootstrap, compression, acks=acks))
+    Acknowledgement latency is sampled on one record in ``sample_every``. ``security``:
+    librdkafka's settings for a secured listener (S15), added to the producer's."""
+    producer = Producer(producer_config(bootstrap, compression, acks=acks) | (security or {}))
     value = payload(size)
     acked: list[float] = []
 
@@ -129,9 +131,12 @@ def consumer_config(bootstrap: str) -> dict:
     }
 
 
-def consume(bootstrap: str, topic: str, count: int, partitions: int = 1) -> Result:
-    """Read ``count`` records from offset 0 of each partition (assign, no group)."""
-    consumer = Consumer(consumer_config(bootstrap))
+def consume(
+    bootstrap: str, topic: str, count: int, partitions: int = 1, security: dict | None = None
+) -> Result:
+    """Read ``count`` records from offset 0 of each partition (assign, no group);
+    ``security`` as :func:`produce`'s."""
+    consumer = Consumer(consumer_config(bootstrap) | (security or {}))
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     seen = size = 0
     start = time.perf_counter()

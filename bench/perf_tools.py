@@ -50,9 +50,13 @@ def producer_perf_test(
     codec: str,
     acks: str = "1",
     throughput: int = -1,
+    config_file: Path | None = None,
 ) -> loadgen.Result:
     """``count`` records of ``size`` bytes, at most ``throughput`` per second (-1: as fast
-    as it goes); the rate and the acknowledgement latencies the tool reports."""
+    as it goes); the rate and the acknowledgement latencies the tool reports.
+    ``config_file``: the producer's client properties for a secured listener (S15), the
+    tool's ``--producer.config``."""
+    secured = ["--producer.config", str(config_file)] if config_file else []
     stdout = _run_tool(
         "org.apache.kafka.tools.ProducerPerformance",
         [
@@ -64,6 +68,7 @@ def producer_perf_test(
             str(size),
             "--throughput",
             str(throughput),
+            *secured,
             "--producer-props",
             f"bootstrap.servers={bootstrap}",
             f"acks={acks}",

@@ -23,6 +23,7 @@ import confluent_kafka
 import groupload
 import reassignment
 import restart
+import secured
 import wide_fetch
 from cluster import S8_PING_CYCLE_S
 from groups import S9_MEMBERS, S9_PARTITIONS, S10_PARTITIONS
@@ -68,6 +69,9 @@ HIGHER_IS_BETTER = (
     "offsets committed",
     "records read (batch)",
     "records streamed",
+    "connections",  # S15: SCRAM connections per second
+    secured.SASL_RATIO_METRIC,
+    secured.ACL_COST_METRIC,
 )
 
 
@@ -278,6 +282,7 @@ def write_report(
         reassignment.settings_line(scale.s11_throttle_mb, scale.s11_repeats),
         restart.settings_line(scale.s13_partitions, scale.s13_megabytes),
         wide_fetch.settings_line(scale.s14_partitions, scale.s14_seconds, scale.s14_megabytes),
+        secured.settings_line(scale),
         "",
         "## Results",
         "",
@@ -305,6 +310,7 @@ def write_report(
         "",
         *behind_lines(summary),
         "",
+        *(["## S15's goals", "", *goals, ""] if (goals := secured.goal_lines(summary)) else []),
         "## Plots",
         "",
         *[f"![{name}]({name})" for name in images],

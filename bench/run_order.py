@@ -1,6 +1,7 @@
 """Which sessions a ``make bench`` run holds, in which order, and what each runs: the
 single-broker sessions alternating A B B A, S4's sessions, the cluster sessions, then
-one session per system for S11, S13 and S14. Each session is started, runs its
+one session per system for S11, S13 and S14, and S15's secured single-broker sessions
+(A B, or A B B A). Each session is started, runs its
 scenarios, is stopped and its directory removed before the next starts: only one
 system runs at a time.
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import reassignment
 import restart
+import secured
 import wide_fetch
 from cluster import s7_replicated_produce, s8_failover
 from groups import s9_rebalance, s10_commits
@@ -30,6 +32,7 @@ __all__ = [
     "REASSIGNMENT_SCENARIOS",
     "RESTART_SCENARIOS",
     "SCENARIOS",
+    "SECURITY_SCENARIOS",
     "WIDE_FETCH_SCENARIOS",
     "alternating",
     "run_cluster_session",
@@ -38,12 +41,13 @@ __all__ = [
     "run_sessions",
 ]
 
-SCENARIOS = tuple(f"S{n}" for n in range(1, 15))
+SCENARIOS = tuple(f"S{n}" for n in range(1, 16))
 CLUSTER_SCENARIOS = {"S7", "S8"}
 PARTITIONS_SCENARIOS = {"S4"}
 REASSIGNMENT_SCENARIOS = {"S11"}
 RESTART_SCENARIOS = {"S13"}
 WIDE_FETCH_SCENARIOS = {"S14"}
+SECURITY_SCENARIOS = {"S15"}
 
 
 def alternating(count: int) -> list[str]:
@@ -63,7 +67,7 @@ def run_sessions(
 ) -> list[Session]:
     """The single-broker sessions in ``order``, then S4's (A B B A),
     the cluster sessions, S11's four-broker sessions, S13's three-broker ones and S14's
-    (one per system, Kafka first)."""
+    (one per system, Kafka first), then S15's (alternating A B B A)."""
     sessions = []
     for number, system in enumerate(order):
         sessions.append(Session(system, number, work, zookeeper))
@@ -111,6 +115,16 @@ def run_sessions(
                 session, scale.s14_partitions, scale.s14_seconds, scale.s14_megabytes
             ),
         )
+    if scenarios & SECURITY_SCENARIOS:
+        run_per_system(
+            sessions,
+            work,
+            zookeeper,
+            ("security", 1),
+            lambda session: secured.s15_security(session, scale),
+            order=alternating(scale.s15_sessions),
+            session_type=secured.SecureSession,
+        )
     return sessions
 
 
@@ -121,14 +135,15 @@ def run_per_system(
     kind: tuple[str, int],
     scenario: Callable[[Session], None],
     order: Sequence[str] = SYSTEMS,
+    session_type: type[Session] = Session,
 ) -> None:
     """A session of ``kind`` (its name and number of brokers) for each system in
-    ``order`` (by default one each, Kafka first), each running ``scenario``; appended
-    to ``sessions``."""
+    ``order`` (by default one each, Kafka first), each a ``session_type`` running
+    ``scenario``; appended to ``sessions``."""
     name, size = kind
     for system in order:
         number = len(sessions)
-        sessions.append(Session(system, number, work, zookeeper, size=size))
+        sessions.append(session_type(system, number, work, zookeeper, size=size))
         print(f"== {system} {name} session {number}", flush=True)
         with sessions[-1] as session:
             scenario(session)

@@ -37,15 +37,24 @@ class Session:
         self.system, self.number = system, number
         self.connect = connect
         self.directory = work / name
-        self.brokers = {
-            i: cls(self.directory / f"broker-{i}", connect, broker_id=i, overrides=dict(settings))
-            for i in range(1, size + 1)
-        }
+        self.brokers = {i: self.make_broker(cls, i, dict(settings)) for i in range(1, size + 1)}
         self.broker = self.brokers[1]
         self.work = work
         self.admin: AdminClient | None = None
         self.rows: list[dict] = []
         self.latencies: list[float] = []
+
+    def make_broker(
+        self, cls: type[BrokerProcess], broker_id: int, settings: dict[str, str]
+    ) -> BrokerProcess:
+        """Broker ``broker_id`` of the session with ``settings`` (a subclass adds its
+        own, such as S15's listeners)."""
+        return cls(
+            self.directory / f"broker-{broker_id}",
+            self.connect,
+            broker_id=broker_id,
+            overrides=settings,
+        )
 
     @property
     def pid(self) -> int:

@@ -103,6 +103,12 @@ class Scale:
     s14_partitions: int
     s14_seconds: int  # idle, then under a trickle
     s14_megabytes: int  # written for S14's consumer to read
+    s15_megabytes: int  # per S15 produce case, listener and tool
+    s15_reads: int  # of each S15 loadgen topic per listener; the figure is their median
+    s15_connection_seconds: float  # of SCRAM connections one after another
+    s15_acls: int  # added for S15's authorizer case
+    s15_acl_repeats: int  # of each S15 authorizer case's produce; the figure is the median
+    s15_sessions: int  # alternating A B B A
     sessions: int
     cluster_sessions: int
 
@@ -139,6 +145,12 @@ FULL = Scale(
     s14_partitions=1000,
     s14_seconds=20,
     s14_megabytes=200,
+    s15_megabytes=100,
+    s15_reads=5,
+    s15_connection_seconds=10,
+    s15_acls=10_000,
+    s15_acl_repeats=3,
+    s15_sessions=2,
     sessions=4,
     cluster_sessions=2,
 )
@@ -174,6 +186,12 @@ QUICK = Scale(
     s14_partitions=100,
     s14_seconds=3,
     s14_megabytes=8,
+    s15_megabytes=4,
+    s15_reads=2,
+    s15_connection_seconds=2,
+    s15_acls=10_000,
+    s15_acl_repeats=1,
+    s15_sessions=2,
     sessions=2,
     cluster_sessions=2,
 )
