@@ -507,7 +507,63 @@ ROWS = {
         _topic_code("results"),
         [([], E.CLUSTER_AUTHORIZATION_FAILED), ([(CLUSTER, OP.ALTER)], E.NONE)],
     ),
+    "delete acls": Row(
+        ApiKey.DELETE_ACLS,
+        3,
+        {
+            "filters": [
+                {
+                    "resource_type_filter": 1,
+                    "pattern_type_filter": 1,
+                    "operation": 1,
+                    "permission_type": 1,
+                    "principal_filter": "User:nobody",
+                }
+            ]
+        },
+        _topic_code("filter_results"),
+        [([], E.CLUSTER_AUTHORIZATION_FAILED), ([(CLUSTER, OP.ALTER)], E.NONE)],
+    ),
 }
+
+# CreateAcls that Kafka refuses one by one (with Alter on the cluster granted): the
+# invalid names with INVALID_REQUEST, the values only filters hold and a principal
+# without a type with UNKNOWN_SERVER_ERROR, as Kafka's ZooKeeper-mode broker answers.
+BAD_CREATIONS = {
+    "cluster not named kafka-cluster": (
+        {"resource_type": 4, "resource_name": "other"},
+        E.INVALID_REQUEST,
+    ),
+    "empty name": ({"resource_type": 2, "resource_name": ""}, E.INVALID_REQUEST),
+    "pattern type match": (
+        {"resource_type": 2, "resource_name": "t", "resource_pattern_type": 2},
+        E.UNKNOWN_SERVER_ERROR,
+    ),
+    "operation any": (
+        {"resource_type": 2, "resource_name": "t", "operation": 1},
+        E.UNKNOWN_SERVER_ERROR,
+    ),
+    "principal without a type": (
+        {"resource_type": 2, "resource_name": "t", "principal": "bob"},
+        E.UNKNOWN_SERVER_ERROR,
+    ),
+}
+for case, (fields, code) in BAD_CREATIONS.items():
+    creation = {
+        "resource_pattern_type": 3,
+        "principal": "User:someone",
+        "host": "*",
+        "operation": 3,
+        "permission_type": 3,
+        **fields,
+    }
+    ROWS[f"create acls, {case}"] = Row(
+        ApiKey.CREATE_ACLS,
+        3,
+        {"creations": [creation]},
+        _topic_code("results"),
+        [([(CLUSTER, OP.ALTER)], code)],
+    )
 
 
 @pytest.mark.parametrize("row", ROWS.values(), ids=ROWS)

@@ -15,7 +15,8 @@ from tidelog.security.acls import (
     ResourcePattern,
     ResourcePatternFilter,
     ResourceType,
-    invalid_binding,
+    invalid_resource_name,
+    unusable_binding,
 )
 
 TOPIC, GROUP = ResourceType.TOPIC, ResourceType.GROUP
@@ -107,12 +108,23 @@ def _binding(rtype=TOPIC, name="t", ptype=LIT, principal="User:a", op=AclOperati
         (_binding(ptype=PatternType.MATCH), "PatternType MATCH"),
         (_binding(rtype=ResourceType.ANY), "ResourceType ANY"),
         (_binding(op=AclOperation.ANY), "AclOperation ANY"),
-        (_binding(name=""), "empty resource name"),
-        (_binding(rtype=ResourceType.CLUSTER, name="c"), "kafka-cluster"),
-        (_binding(rtype=ResourceType.CLUSTER, name="kafka-cluster"), None),
         (_binding(principal="alice"), "Invalid principal"),
     ],
 )
-def test_invalid_bindings(binding, reason):
-    found = invalid_binding(binding)
+def test_unusable_bindings(binding, reason):
+    found = unusable_binding(binding)
+    assert (found is None) if reason is None else (reason in found)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        (ResourcePattern(TOPIC, "t"), None),
+        (ResourcePattern(TOPIC, ""), "Invalid empty resource name"),
+        (ResourcePattern(ResourceType.CLUSTER, "c"), "kafka-cluster"),
+        (ResourcePattern(ResourceType.CLUSTER, "kafka-cluster"), None),
+    ],
+)
+def test_invalid_resource_names(pattern, reason):
+    found = invalid_resource_name(pattern)
     assert (found is None) if reason is None else (reason in found)

@@ -34,7 +34,8 @@ __all__ = [
     "ResourcePattern",
     "ResourcePatternFilter",
     "ResourceType",
-    "invalid_binding",
+    "invalid_resource_name",
+    "unusable_binding",
 ]
 
 WILDCARD = "*"
@@ -147,8 +148,10 @@ class AclBinding:
     entry: AccessControlEntry
 
 
-def invalid_binding(binding: AclBinding) -> str | None:
-    """Why CreateAcls refuses ``binding`` (INVALID_REQUEST), or None: Kafka's checks."""
+def unusable_binding(binding: AclBinding) -> str | None:
+    """Why ``binding`` cannot be stored, or None: a value only filters hold (ANY, MATCH,
+    UNKNOWN) or a principal without a type. (Kafka 3.9 in ZooKeeper mode answers such a
+    creation UNKNOWN_SERVER_ERROR.)"""
     pattern, entry = binding.pattern, binding.entry
     for value in (
         pattern.resource_type,
@@ -158,13 +161,18 @@ def invalid_binding(binding: AclBinding) -> str | None:
     ):
         if value in _INDEFINITE[type(value)]:
             return f"Invalid ACL: {type(value).__name__} {value.name} is not allowed"
-    if not pattern.name:
-        return "Invalid empty resource name specified"
-    if pattern.resource_type is ResourceType.CLUSTER and pattern.name != CLUSTER_NAME:
-        return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
     principal_type, sep, _ = entry.principal.partition(":")
     if not sep or not principal_type:
         return f"Invalid principal: {entry.principal!r} is not <type>:<name>"
+    return None
+
+
+def invalid_resource_name(pattern: ResourcePattern) -> str | None:
+    """Why CreateAcls refuses the pattern's name (INVALID_REQUEST), or None."""
+    if pattern.resource_type is ResourceType.CLUSTER and pattern.name != CLUSTER_NAME:
+        return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+    if not pattern.name:
+        return "Invalid empty resource name"
     return None
 
 

@@ -4,10 +4,12 @@ Without an authorizer (``authorizer.class.name`` empty) each answers SECURITY_DI
 Creations and deletions are written to ZooKeeper (:mod:`tidelog.security.acl_store`,
 conditional writes and a change notification per resource pattern, which every other
 broker follows) and applied to this broker's cache at once; DescribeAcls answers from
-the cache. A creation Kafka would refuse (an ANY or MATCH value, an empty name, a
-cluster not named ``kafka-cluster``, a principal without a type) and a filter with an
-UNKNOWN value answer INVALID_REQUEST, each on its own. The dispatcher has already
-checked the request's right (Describe, or Alter, on the cluster).
+the cache. Creations are refused one by one as Kafka 3.9 refuses them: an empty name or
+a cluster not named ``kafka-cluster`` with INVALID_REQUEST, an ANY, MATCH or UNKNOWN
+value or a principal without a type with UNKNOWN_SERVER_ERROR (what Kafka's
+ZooKeeper-mode broker answers); a filter with an UNKNOWN value answers INVALID_REQUEST.
+The dispatcher has already checked the request's right (Describe, or Alter, on the
+cluster).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from tidelog.security.acls import (
     ResourcePattern,
     ResourcePatternFilter,
     ResourceType,
-    invalid_binding,
+    invalid_resource_name,
+    unusable_binding,
 )
 
 __all__ = ["handle_create_acls", "handle_delete_acls", "handle_describe_acls"]
@@ -93,9 +96,12 @@ async def handle_create_acls(broker, header, request, context):
     wanted: dict[ResourcePattern, list[tuple[int, AccessControlEntry]]] = {}
     for index, creation in enumerate(request.creations):
         binding = _binding(creation)
-        reason = invalid_binding(binding)
+        reason = invalid_resource_name(binding.pattern)
+        unusable = unusable_binding(binding)
         if reason is not None:
             results[index] = (ErrorCode.INVALID_REQUEST, reason)
+        elif unusable is not None:
+            results[index] = (ErrorCode.UNKNOWN_SERVER_ERROR, unusable)
         else:
             wanted.setdefault(binding.pattern, []).append((index, binding.entry))
     for pattern, entries in wanted.items():
