@@ -97,7 +97,6 @@ from tidelog.server.handlers.scram_credentials import (
 from tidelog.server.handlers.stop_replica import handle_stop_replica
 from tidelog.server.handlers.update_metadata import handle_update_metadata
 from tidelog.server.network import CloseConnection, ConnectionContext
-from tidelog.server.request_quotas import TimedHandler
 
 __all__ = ["BURST_HANDLERS", "HANDLERS", "RequestDispatcher"]
 
@@ -255,16 +254,13 @@ class RequestDispatcher:
         quotas = self.quotas
         measured = quotas is not None and quotas.applies(header.request_api_key, body)
         if measured:
-            quotas.before_handler(header, body, context)
-            if quotas.times_handler():
-                handler = TimedHandler(handler)
+            handler = quotas.measured(handler, header, body, context)
         if self.broker.authorizer is None:
             response = await handler(self.broker, header, body, context)
         else:
             response = await handle_authorized(handler, self.broker, header, body, context)
         if measured:
-            seconds = handler.seconds if isinstance(handler, TimedHandler) else 0.0
-            return self._throttled(quotas, header, response, len(frame), seconds, context)
+            return self._throttled(quotas, header, response, len(frame), handler, context)
         if response is None:
             return None
         if header.request_api_key in self.burst_handlers:
@@ -275,12 +271,12 @@ class RequestDispatcher:
             header, header.request_api_key, header.request_api_version, response, strict=False
         )
 
-    def _throttled(self, quotas, header, response, request_bytes, seconds, context):
+    def _throttled(self, quotas, header, response, request_bytes, handler, context):
         """The answer to a request the client quotas measure (:mod:`.request_quotas`):
         recorded, its throttle time in ``throttle_time_ms``, a throttled consumer fetch
         answered without records, the connection muted until the throttle ends. Shared
         answers of burst APIs are not changed: their throttle only mutes."""
-        throttle = quotas.after_handler(header, request_bytes, seconds, context)
+        throttle = quotas.after_handler(header, request_bytes, handler, context)
         api_key, version = header.request_api_key, header.request_api_version
         if response is None or api_key in self.burst_handlers:
             quotas.mute(context, throttle)

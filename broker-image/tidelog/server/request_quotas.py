@@ -12,6 +12,9 @@ Fetch asks, before its handler, for no more bytes than its quota allows in one r
 quota, as Kafka's ``unrecordQuotaSensor``), so a client over its quota gets nothing
 until it has waited.
 
+CreateTopics, CreatePartitions and DeleteTopics are served under the controller mutation
+quota (:mod:`.mutation_quotas`), whose throttle joins the others.
+
 Exempt, as in Kafka: the inter-broker APIs and follower fetches (replication has its own
 quotas), and the SASL exchange. Nothing is measured for a quota type no entity sets.
 """
@@ -23,10 +26,11 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from tidelog.protocol import ApiKey
-from tidelog.security.quotas import FETCH, PRODUCE, REQUEST, ClientQuotas
+from tidelog.security.quotas import CONTROLLER_MUTATION, FETCH, PRODUCE, REQUEST, ClientQuotas
+from tidelog.server.mutation_quotas import MUTATION_APIS, handle_with_mutation_quota
 from tidelog.server.network import ConnectionContext
 
-__all__ = ["EXEMPT_APIS", "RequestQuotas", "Timed", "TimedHandler"]
+__all__ = ["EXEMPT_APIS", "MeasuredHandler", "RequestQuotas", "Timed"]
 
 EXEMPT_APIS = frozenset(
     {
@@ -69,22 +73,41 @@ class Timed:
                 error = thrown
 
 
-class TimedHandler:
-    """A handler whose calls are :class:`Timed`: ``seconds`` of the last one's steps."""
+class MeasuredHandler:
+    """An API's handler as the quotas see it: its steps timed when ``timed``
+    (``request_percentage``), and the mutation APIs served under the controller
+    mutation quota when ``mutations`` holds one (:mod:`.mutation_quotas`)."""
 
-    __slots__ = ("_handler", "_timed")
+    __slots__ = ("_handler", "_mutations", "_timed", "_timed_call", "mutation_throttle_ms")
 
-    def __init__(self, handler: Callable[..., Coroutine]):
+    def __init__(
+        self, handler: Callable[..., Coroutine], *, timed: bool, mutations: ClientQuotas | None
+    ):
         self._handler = handler
-        self._timed: Timed | None = None
+        self._mutations = mutations
+        self._timed = timed
+        self._timed_call: Timed | None = None
+        self.mutation_throttle_ms = 0
 
-    def __call__(self, *args: Any) -> Timed:
-        self._timed = Timed(self._handler(*args))
-        return self._timed
+    def __call__(self, broker, header, request, context):
+        if self._mutations is None:
+            call = self._handler(broker, header, request, context)
+        else:
+            call = self._under_mutation_quota(broker, header, request, context)
+        if self._timed:
+            call = self._timed_call = Timed(call)
+        return call
+
+    async def _under_mutation_quota(self, broker, header, request, context):
+        response, self.mutation_throttle_ms = await handle_with_mutation_quota(
+            self._handler, self._mutations, broker, header, request, context
+        )
+        return response
 
     @property
     def seconds(self) -> float:
-        return 0.0 if self._timed is None else self._timed.seconds
+        """The time the handler's steps ran (0 when not timed)."""
+        return 0.0 if self._timed_call is None else self._timed_call.seconds
 
 
 def _from_follower(api_key: int, request) -> bool:
@@ -112,18 +135,24 @@ class RequestQuotas:
             quotas.enabled(REQUEST)
             or (api_key == ApiKey.PRODUCE and quotas.enabled(PRODUCE))
             or (api_key == ApiKey.FETCH and quotas.enabled(FETCH))
+            or (api_key in MUTATION_APIS and quotas.enabled(CONTROLLER_MUTATION))
         )
 
-    def times_handler(self) -> bool:
-        """Whether handlers are timed (``request_percentage`` is set somewhere)."""
-        return self.client_quotas.enabled(REQUEST)
+    def measured(self, handler, header, request, context: ConnectionContext) -> MeasuredHandler:
+        """The handler to serve a request that :meth:`applies` with. A consumer Fetch
+        asks for no more than its fetch quota allows in one response, so that a
+        response always fits the quota (Kafka caps the request's max_bytes, and
+        min_bytes with it, so)."""
+        api_key = header.request_api_key
+        quotas = self.client_quotas
+        if api_key == ApiKey.FETCH:
+            self._cap_fetch(header, request, context)
+        mutations = api_key in MUTATION_APIS and quotas.enabled(CONTROLLER_MUTATION)
+        return MeasuredHandler(
+            handler, timed=quotas.enabled(REQUEST), mutations=quotas if mutations else None
+        )
 
-    def before_handler(self, header, request, context: ConnectionContext) -> None:
-        """A consumer Fetch asks for no more than its fetch quota allows in one
-        response, so that a response always fits the quota (Kafka caps the request's
-        max_bytes, and min_bytes with it, so)."""
-        if header.request_api_key != ApiKey.FETCH:
-            return
+    def _cap_fetch(self, header, request, context: ConnectionContext) -> None:
         user, client = context.principal.name, header.client_id or ""
         cap = self.client_quotas.max_value_in_window(FETCH, user, client)
         if cap is not None and cap < request.max_bytes:
@@ -134,14 +163,15 @@ class RequestQuotas:
         self,
         header,
         request_bytes: int,
-        handler_seconds: float,
+        handler: MeasuredHandler,
         context: ConnectionContext,
     ) -> int:
         """Record a handled request's size (Produce) and handler time; the throttle time
-        in ms it earns."""
+        in ms it earns, with the controller mutation quota's."""
         user, client = context.principal.name, header.client_id or ""
         api_key = header.request_api_key
-        throttle = self.client_quotas.record(REQUEST, user, client, handler_seconds * 100)
+        throttle = self.client_quotas.record(REQUEST, user, client, handler.seconds * 100)
+        throttle = max(throttle, handler.mutation_throttle_ms)
         if api_key == ApiKey.PRODUCE:
             throttle = max(
                 throttle, self.client_quotas.record(PRODUCE, user, client, request_bytes)
