@@ -257,3 +257,23 @@ def test_a_client_that_ignores_throttle_times_is_held_by_its_muted_connection(cl
             held.append(time.monotonic())
     rate = 40 * len(batch) / (held[-1] - held[0])
     assert rate < quota * 1.1
+
+
+def test_a_client_over_its_request_percentage_is_throttled_and_another_is_not(cluster):
+    """``request_percentage`` 0.1: a millisecond of the broker's handling a second."""
+    set_client_quota(cluster, "busy", "request_percentage", 0.1)
+    metadata = {"topics": None, "allow_auto_topic_creation": False}
+    port = cluster.brokers[1].port
+    with (
+        BrokerConnection("127.0.0.1", port, client_id="busy", timeout=30) as busy,
+        BrokerConnection("127.0.0.1", port, client_id="idle", timeout=30) as idle,
+    ):
+
+        def throttled() -> bool:
+            answers = [busy.request(ApiKey.METADATA, None, metadata) for _ in range(50)]
+            return any(answer.throttle_time_ms > 0 for answer in answers)
+
+        wait_until(throttled, "a Metadata of client id busy throttled", 60)
+        assert all(
+            idle.request(ApiKey.METADATA, None, metadata).throttle_time_ms == 0 for _ in range(50)
+        )
