@@ -10,6 +10,7 @@ SASL_PLAINTEXT one for alice, and the PLAINTEXT inter-broker one, whose
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 
 import pytest
@@ -18,6 +19,7 @@ from kazoo.client import KazooClient
 from integration.broker_process import BrokerProcess, free_port
 from kafka_reference import kafka_libs
 from tidelog.admin.connection import BrokerConnection
+from tidelog.cli.acls import main as acls_main
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
 from tidelog.records import build_batch
@@ -584,5 +586,37 @@ def test_api_needs_its_right(target, row):
                 raise AssertionError(
                     f"{error} after granting {grants}; it answers {answers[-1]!r}"
                 ) from None
+    finally:
+        target.revoke_all()
+
+
+def test_tidelog_acls_as_a_sasl_user(target, tmp_path):
+    """``tidelog-acls --command-config`` logs in as alice; listing needs Describe on
+    the cluster, adding Alter."""
+    properties = tmp_path / "alice.properties"
+    properties.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        f'sasl.jaas.config={PLAIN_MODULE} required username="alice" password="alice-secret";\n'
+    )
+    base = ["--bootstrap-server", f"127.0.0.1:{target.sasl_port}"]
+    base += ["--command-config", str(properties)]
+    add = [*base, "--add", "--allow-principal", "User:bob", "--operation", "Read"]
+    add += ["--topic", "acl-cli"]
+
+    def run(argv) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        return acls_main(argv, out, err), out.getvalue(), err.getvalue()
+
+    try:
+        # (the grants of the test before are revoked: wait until the broker has seen it)
+        code, _, err = wait_until(
+            lambda: (answer := run([*base, "--list"]))[0] == 1 and answer,
+            "alice may not list the ACLs",
+        )
+        assert err.startswith("Error: ACL command failed due to ") and err.count("\n") == 1, err
+        target.grant(CLUSTER, OP.ALTER)
+        wait_until(lambda: run(add)[0] == 0, "alice adds an ACL once she may alter the cluster")
+        code, out, _ = run([*base, "--list", "--topic", "acl-cli"])
+        assert code == 0 and "(principal=User:bob, host=*, operation=READ" in out
     finally:
         target.revoke_all()

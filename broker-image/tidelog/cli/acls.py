@@ -27,7 +27,7 @@ from typing import TextIO
 
 from tidelog.admin import AdminError
 from tidelog.admin.connection import BrokerConnection
-from tidelog.cli.common import Parser, UsageError, check_bootstrap, run_tool
+from tidelog.cli.common import Parser, UsageError, check_bootstrap, command_config, run_tool
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
 from tidelog.security.acls import (
@@ -42,7 +42,6 @@ from tidelog.security.acls import (
 )
 from tidelog.security.client_security import ClientSecurity
 from tidelog.security.principal import KafkaPrincipal
-from tidelog.server.properties import parse_properties
 
 __all__ = ["Options", "main", "parse_args"]
 
@@ -156,7 +155,7 @@ def parse_args(argv: Sequence[str]) -> Options:
     options = Options(
         check_bootstrap(a.bootstrap_server),
         action,
-        security=_command_config(a.command_config),
+        security=command_config(a.command_config),
         pattern_type=pattern_type,
         force=a.force,
     )
@@ -179,18 +178,6 @@ def parse_args(argv: Sequence[str]) -> Options:
             raise UsageError("You must specify one of: --allow-principal, --deny-principal")
     options.principal = _principal(a.principal) if a.principal else None
     return options
-
-
-def _command_config(path: str | None) -> ClientSecurity | None:
-    if path is None:
-        return None
-    try:
-        with open(path, encoding="utf-8") as file:
-            return ClientSecurity.from_properties(parse_properties(file.read()))
-    except OSError as error:
-        raise UsageError(f"Cannot read --command-config {path}: {error.strerror}") from None
-    except ValueError as error:
-        raise UsageError(f"Invalid --command-config {path}: {error}") from None
 
 
 def _connect(options: Options) -> BrokerConnection:
