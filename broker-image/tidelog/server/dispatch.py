@@ -197,6 +197,8 @@ class RequestDispatcher:
             return None
         if self.broker.authorizer is not None and not burst_allowed(self.broker, context, requests):
             return None  # each alone, through the authorizer's checks
+        if self.quotas is not None and self.quotas.applies(api_key, requests[0][1]):
+            return None  # each alone, measured by the client quotas
         responses = await self.burst_handlers[api_key](self.broker, requests, context)
         return [
             self._shared_answer(header, response)
