@@ -528,6 +528,31 @@ ROWS = {
     ),
 }
 
+# Requests naming several topics: each answered on its own.
+ROWS["produce to an allowed and a refused topic"] = Row(
+    ApiKey.PRODUCE,
+    8,
+    {
+        "acks": 1,
+        "timeout_ms": 10000,
+        "topic_data": [
+            {"name": name, "partition_data": [{"index": 0, "records": RECORDS}]}
+            for name in (TOPIC, MISSING)
+        ],
+    },
+    lambda response: {
+        t.name: [p.error_code for p in t.partition_responses] for t in response.responses
+    },
+    [([(topic(), OP.WRITE)], {TOPIC: [E.NONE], MISSING: [E.TOPIC_AUTHORIZATION_FAILED]})],
+)
+ROWS["metadata of an allowed and a refused topic"] = Row(
+    ApiKey.METADATA,
+    12,
+    {"topics": [{"name": TOPIC}, {"name": MISSING}], "allow_auto_topic_creation": False},
+    lambda response: {t.name: t.error_code for t in response.topics},
+    [([(topic(), OP.DESCRIBE)], {TOPIC: E.NONE, MISSING: E.TOPIC_AUTHORIZATION_FAILED})],
+)
+
 # CreateAcls that Kafka refuses one by one (with Alter on the cluster granted): the
 # invalid names with INVALID_REQUEST, the values only filters hold and a principal
 # without a type with UNKNOWN_SERVER_ERROR, as Kafka's ZooKeeper-mode broker answers.
