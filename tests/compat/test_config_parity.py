@@ -67,6 +67,8 @@ BROKER_KEYS_LEFT_OUT = {
     "ssl.key.password": "any string",
     "ssl.truststore.password": "any string",
     "sasl.jaas.config": "any string (a listener's JAAS entries are checked at start)",
+    "delegation.token.secret.key": "any string",
+    "delegation.token.master.key": "any string",
     "sasl.enabled.mechanisms": "any list: Kafka checks it only for a SASL listener",
     "sasl.mechanism.inter.broker.protocol": "any string: Kafka checks it only for a SASL "
     "inter-broker listener",
@@ -173,6 +175,9 @@ BROKER_RANGES = {
     "message.max.bytes": (0, None),
     "socket.request.max.bytes": (1, None),
     "connection.failed.authentication.delay.ms": (0, None),
+    "delegation.token.max.lifetime.ms": (1, None),
+    "delegation.token.expiry.time.ms": (1, None),
+    "delegation.token.expiry.check.interval.ms": (1, None),
     "num.network.threads": (1, None),
     "num.io.threads": (1, None),
     "num.recovery.threads.per.data.dir": (1, None),

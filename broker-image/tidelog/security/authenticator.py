@@ -25,7 +25,9 @@ Before authentication a frame above ``sasl.server.max.receive.size`` closes the
 connection. A failed exchange is answered (SASL_AUTHENTICATION_FAILED, with no more
 reason than Kafka gives, see :mod:`tidelog.security.sasl.mechanism`) only after
 ``connection.failed.authentication.delay.ms``; raw tokens get no answer, the connection
-is closed after the delay. KIP-368: SaslAuthenticate v1+ tells the client its session's
+is closed after the delay. (A connection failed after a SaslAuthenticate answer is
+closed by the client, as Kafka's clients do on that error, or at its next request: Kafka
+closes it right after the answer.) KIP-368: SaslAuthenticate v1+ tells the client its session's
 lifetime; a client that re-authenticates within it goes on, one that does not is closed
 at its next request.
 
@@ -48,7 +50,7 @@ from tidelog.security.principal import KafkaPrincipal
 from tidelog.security.sasl import PlainServer, SaslFailure, ScramServer, ServerMechanism
 from tidelog.security.sasl.plain import PLAIN
 from tidelog.security.sasl_listeners import SASL_PROTOCOLS, SaslListener, sasl_listeners
-from tidelog.security.scram_credentials import user_credentials
+from tidelog.security.scram_credentials import ScramCredential, user_credentials
 from tidelog.server.config_key import ConfigError
 from tidelog.server.network import CloseConnection, ConnectionContext
 
@@ -130,6 +132,9 @@ class ConnectionAuthenticator:
         self._mechanism: ServerMechanism | None = None
         self._mechanism_name: str | None = None  # of the last successful authentication
         self._expires_at: float | None = None
+        # whether the principal logged in with a delegation token (which may not ask
+        # for delegation tokens, as Kafka has it)
+        self.token_authenticated = False
 
     @property
     def expects_raw_token(self) -> bool:
@@ -250,6 +255,7 @@ class ConnectionAuthenticator:
                 f"{self._context.principal}: {principal}"
             )
         self._context.principal = principal
+        self.token_authenticated = getattr(mechanism, "token_authenticated", False)
         self._mechanism_name = mechanism.name
         self._mechanism = None
         self.state = State.COMPLETE
@@ -268,18 +274,22 @@ class ConnectionAuthenticator:
 
 class AuthenticatorFactory:
     """The broker's maker of connection authenticators, one per connection to a SASL
-    listener. Built at start from the configuration (ConfigError when a SASL listener
-    cannot serve); a new configuration (dynamic per-broker SASL keys) is read for the
-    connections after it, and one that cannot serve is logged and ignored."""
+    listener; SCRAM logs users in with their credentials (``user_configs``) and, with
+    ``tokenauth=true``, delegation tokens (``token_login(token id, mechanism)``). Built
+    at start from the configuration (ConfigError when a SASL listener cannot serve); a
+    new configuration (dynamic per-broker SASL keys) is read for the connections after
+    it, and one that cannot serve is logged and ignored."""
 
     def __init__(
         self,
         config: Callable[[], object],
         user_configs: Callable[[str], Mapping[str, str]],
+        token_login: Callable[[str, str], tuple[ScramCredential, str] | None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ):
         self._config = config
         self._user_configs = user_configs
+        self._token_login = token_login
         self._clock = clock
         self._built_for = config()
         self._listeners = sasl_listeners(self._built_for)
@@ -299,7 +309,16 @@ class AuthenticatorFactory:
     def _mechanism(self, listener: SaslListener, name: str) -> ServerMechanism:
         if name == PLAIN:
             return PlainServer(listener.plain_users)
-        return ScramServer(name, lambda user: user_credentials(self._user_configs(user)).get(name))
+        tokens = None
+        if self._token_login is not None:
+            token_login = self._token_login
+
+            def tokens(token_id: str) -> tuple[ScramCredential, str] | None:
+                return token_login(token_id, name)
+
+        return ScramServer(
+            name, lambda user: user_credentials(self._user_configs(user)).get(name), tokens
+        )
 
     def for_connection(self, context: ConnectionContext) -> ConnectionAuthenticator | None:
         """The authenticator of a new connection; None when its listener is no SASL one."""

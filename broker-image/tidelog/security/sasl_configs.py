@@ -35,6 +35,16 @@ SASL_KEYS: tuple[ConfigKey, ...] = (
         validator=at_least(0),
     ),
     ConfigKey(
+        "delegation.token.secret.key",
+        "password",
+        None,
+        doc="The secret delegation tokens' HMACs are made with; unset: no delegation tokens.",
+    ),
+    ConfigKey("delegation.token.master.key", "password", None, doc="Deprecated: the secret key."),
+    ConfigKey("delegation.token.max.lifetime.ms", "long", 604800000, validator=at_least(1)),
+    ConfigKey("delegation.token.expiry.time.ms", "long", 86400000, validator=at_least(1)),
+    ConfigKey("delegation.token.expiry.check.interval.ms", "long", 3600000, validator=at_least(1)),
+    ConfigKey(
         "sasl.server.max.receive.size",
         "int",
         524288,

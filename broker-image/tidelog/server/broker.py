@@ -66,6 +66,11 @@ from tidelog.security.acl_store import AclChangeFollower, AclStore
 from tidelog.security.authenticator import AuthenticatorFactory
 from tidelog.security.authorizer import AclAuthorizer, parse_super_users
 from tidelog.security.client_security import ClientSecurity
+from tidelog.security.delegation_tokens import (
+    DelegationTokenCache,
+    TokenChangeFollower,
+    TokenZnodes,
+)
 from tidelog.security.listener_security import ListenerSecurity
 from tidelog.security.listeners import control_plane_listener, inter_broker_listener
 from tidelog.security.quotas import ClientQuotas, QuotaWindows
@@ -126,8 +131,10 @@ class Broker:
         # SASL listeners' authentication (ConfigError here when one cannot serve): users'
         # SCRAM credentials from entity_configs, loaded at start.
         self.authenticator_factory = AuthenticatorFactory(
-            lambda: self.config, lambda user: self.entity_configs.user(user)
+            lambda: self.config, lambda user: self.entity_configs.user(user), self._token_login
         )
+        # Delegation tokens, with delegation.token.secret.key (see _start_delegation_tokens).
+        self.delegation_tokens: DelegationTokenCache | None = None
 
     # -- life cycle ----------------------------------------------------------------------
 
@@ -142,6 +149,7 @@ class Broker:
         cluster_id = await self._connect_to_zookeeper()
         last_config_change = await self._load_dynamic_config()
         await self._start_authorizer()
+        await self._start_delegation_tokens()
         self._start_quotas()
         topic_overrides = await asyncio.to_thread(read_topic_overrides, self.zk)
         await self._start_logs(cluster_id, topic_overrides)
@@ -199,6 +207,25 @@ class Broker:
         self.entity_configs.subscribe(client_quotas.configs_changed)
         self.quotas = RequestQuotas(client_quotas, clock)
         self.dispatcher.quotas = self.quotas
+
+    async def _start_delegation_tokens(self) -> None:
+        """With ``delegation.token.secret.key`` (or the deprecated master key): every
+        token loaded from ZooKeeper before any request is served; their changes are
+        followed from the background tasks."""
+        secret = (
+            self.config["delegation.token.secret.key"] or self.config["delegation.token.master.key"]
+        )
+        if not secret:
+            return
+        self.delegation_tokens = DelegationTokenCache(secret)
+        self.token_changes = TokenChangeFollower(TokenZnodes(self.zk.zk), self.delegation_tokens)
+        await self.token_changes.load()
+
+    def _token_login(self, token_id: str, mechanism: str):
+        """A SCRAM login with a delegation token: (credential, owner) or None."""
+        if self.delegation_tokens is None:
+            return None
+        return self.delegation_tokens.scram_login(token_id, mechanism)
 
     async def _start_authorizer(self) -> None:
         """The ACL authorizer (``authorizer.class.name``), its cache loaded from ZooKeeper
@@ -382,6 +409,10 @@ class Broker:
         ]
         if self.authorizer is not None:
             self._tasks.append(asyncio.create_task(self.acl_changes.follow(), name="acl-changes"))
+        if self.delegation_tokens is not None:
+            self._tasks.append(
+                asyncio.create_task(self.token_changes.follow(), name="delegation-token-changes")
+            )
         if config["auto.leader.rebalance.enable"]:
             self._tasks.append(
                 self.controller.start_leader_rebalance(
@@ -418,6 +449,8 @@ class Broker:
         self.dynamic_config.read_again()
         if self.authorizer is not None:
             self.acl_changes.read_again()
+        if self.delegation_tokens is not None:
+            self.token_changes.read_again()
 
     def _registration(self) -> BrokerRegistration:
         bound = {name: port for name, _, port in self.bound_listeners}
