@@ -11,6 +11,10 @@ request by ``broker.authenticator_factory``) admits only what its state allows (
 :mod:`tidelog.security.authenticator`), and takes the raw tokens that follow a v0
 SaslHandshake; anything else closes the connection with one log line.
 
+Client quotas (:mod:`.request_quotas`), once some entity sets one: the handler of a
+request they measure is wrapped (its time, the controller mutation quota), and its
+answer recorded, given its ``throttle_time_ms`` and the connection muted (KIP-219).
+
 Requests of an API in ``BURST_HANDLERS`` that a client pipelined, read together from its
 connection, are handled together (:meth:`RequestDispatcher.handle_burst`): a burst of
 OffsetCommits costs one append to ``__consumer_offsets``.
@@ -52,12 +56,6 @@ from tidelog.server.handlers.configs import (
 from tidelog.server.handlers.controlled_shutdown import handle_controlled_shutdown
 from tidelog.server.handlers.create_partitions import handle_create_partitions
 from tidelog.server.handlers.create_topics import handle_create_topics
-from tidelog.server.handlers.delegation_tokens import (
-    handle_create_delegation_token,
-    handle_describe_delegation_token,
-    handle_expire_delegation_token,
-    handle_renew_delegation_token,
-)
 from tidelog.server.handlers.delete_records import handle_delete_records
 from tidelog.server.handlers.delete_topics import handle_delete_topics
 from tidelog.server.handlers.describe_cluster import handle_describe_cluster
@@ -114,10 +112,6 @@ HANDLERS = {
     ApiKey.SASL_AUTHENTICATE: handle_sasl_authenticate,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: handle_describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: handle_alter_user_scram_credentials,
-    ApiKey.CREATE_DELEGATION_TOKEN: handle_create_delegation_token,
-    ApiKey.RENEW_DELEGATION_TOKEN: handle_renew_delegation_token,
-    ApiKey.EXPIRE_DELEGATION_TOKEN: handle_expire_delegation_token,
-    ApiKey.DESCRIBE_DELEGATION_TOKEN: handle_describe_delegation_token,
     ApiKey.METADATA: handle_metadata,
     ApiKey.PRODUCE: handle_produce,
     ApiKey.FETCH: handle_fetch,
@@ -293,8 +287,7 @@ class RequestDispatcher:
         if response is None or api_key in self.burst_handlers:
             quotas.mute(context, throttle)
             return None if response is None else self._shared_answer(header, response)
-        has_throttle_field = "throttle_time_ms" in type(response)._field_set
-        if throttle and has_throttle_field:
+        if throttle and hasattr(response, "throttle_time_ms"):
             response.throttle_time_ms = throttle
         parts = encode_response_chunks(header, api_key, version, response, strict=False)
         if api_key == ApiKey.FETCH:
