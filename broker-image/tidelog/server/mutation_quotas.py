@@ -35,11 +35,12 @@ THROTTLED_MESSAGE = "The throttling quota has been exceeded."
 
 @dataclass(frozen=True)
 class MutationApi:
-    """Where an API's request lists its topics and its response their results."""
+    """Where an API's request lists its topics and its response their results, and
+    from which version its quota is strict."""
 
     strict_since: int
     results_field: str
-    # (request, version) -> the request's field listing the topics
+    # version -> the request's field listing the topics
     topics_field: Callable[[int], str]
     # a request entry -> the topic it names (a name, or an id)
     key: Callable[[Any], Any]
