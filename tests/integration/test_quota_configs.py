@@ -110,13 +110,12 @@ def test_kafka_configs_sets_and_describes_quotas_where_kafka_keeps_them(cluster)
     )
     clients = ok(configs(cluster, "--describe", "--entity-type", "clients"))
     assert "Quota configs for the default client-id are controller_mutation_rate=3.0" in clients
-    # The users' describe also asks for SCRAM credentials (DescribeUserScramCredentials):
-    # its quota line is what this test reads.
-    users = configs(cluster, "--describe", "--entity-type", "users", "--entity-name", "carol")
+    users = ok(configs(cluster, "--describe", "--entity-type", "users", "--entity-name", "carol"))
     assert (
         "Quota configs for user-principal 'carol' are consumer_byte_rate=2048.0, "
         "producer_byte_rate=1024.0"
-    ) in users.stdout
+    ) in users
+    assert "SCRAM credential configs for user-principal 'carol' are SCRAM-SHA-256" in users
 
     ok(
         configs(
