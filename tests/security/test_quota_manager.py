@@ -130,11 +130,12 @@ def test_types_no_entity_sets_are_not_measured_until_one_does():
     entities = Entities({("alice", None): {"SCRAM-SHA-256": "x"}})
     quotas = ClientQuotas(entities, WINDOWS, WINDOWS, clock=Clock())
     assert not quotas.enabled(PRODUCE)
+    assert not quotas.any_enabled()
     assert quotas.record(PRODUCE, "alice", "app", 10**9) == 0
     entities.configs["alice", None] = {PRODUCE: "1"}
     assert not quotas.enabled(PRODUCE)  # until told of the change
     quotas.configs_changed("users", "alice")
-    assert quotas.enabled(PRODUCE)
+    assert quotas.enabled(PRODUCE) and quotas.any_enabled()
     assert quotas.record(PRODUCE, "alice", "app", 10**9) > 0
 
 

@@ -234,6 +234,10 @@ class ClientQuotas:
             if key in QUOTA_VALUE_TYPES
         }
 
+    def any_enabled(self) -> bool:
+        """Whether any entity sets any quota (else no request is measured)."""
+        return bool(self._enabled)
+
     def enabled(self, quota_type: str) -> bool:
         """Whether any entity sets a quota of this type (else nothing is measured)."""
         return quota_type in self._enabled

@@ -129,7 +129,7 @@ class RequestQuotas:
     def applies(self, api_key: int, request) -> bool:
         """Whether a request is measured at all (cheap: checked for every request)."""
         quotas = self.client_quotas
-        if api_key in EXEMPT_APIS or _from_follower(api_key, request):
+        if not quotas.any_enabled() or api_key in EXEMPT_APIS or _from_follower(api_key, request):
             return False
         return (
             quotas.enabled(REQUEST)
