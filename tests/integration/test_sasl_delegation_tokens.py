@@ -1,7 +1,7 @@
 """Delegation tokens as on Kafka: ``kafka-delegation-tokens.sh`` creates, describes,
 renews and expires them over SASL; they are stored where Kafka stores them; a client
 logs in with one (SCRAM with ``tokenauth=true``) as the token's owner; a token may not be
-asked for on a PLAINTEXT connection or with a token."""
+asked for on a PLAINTEXT connection or with a token; one past its expiry is deleted."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def broker(module_chroot, tmp_path_factory):
         config.write(
             f"listeners=PLAINTEXT://127.0.0.1:{process.port},SASL_PLAINTEXT://127.0.0.1:{sasl}\n"
             "inter.broker.listener.name=PLAINTEXT\ndelegation.token.secret.key=s3cret-key\n"
+            "delegation.token.expiry.check.interval.ms=300\n"
         )
         for key, value in sasl_listener_overrides("SASL_PLAINTEXT", MECHANISMS, USERS).items():
             config.write(f"{key}={value}\n")
@@ -143,3 +144,27 @@ def test_a_token_is_refused_on_plaintext_and_to_a_token(broker, tmp_path) -> Non
         )
         again = connection.request(ApiKey.CREATE_DELEGATION_TOKEN, 2, body)
     assert again.error_code == ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
+
+
+def test_a_token_past_its_expiry_is_deleted(broker, module_chroot) -> None:
+    alice = ClientSecurity.from_properties(
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": jaas(SCRAM_MODULE, "alice", USERS["alice"]),
+        }
+    )
+    with BrokerConnection("127.0.0.1", broker.sasl_port, security=alice) as connection:
+        created = connection.request(
+            ApiKey.CREATE_DELEGATION_TOKEN, 2, {"renewers": [], "max_lifetime_ms": 500}
+        )
+    assert created.error_code == ErrorCode.NONE
+    assert created.max_timestamp_ms - created.issue_timestamp_ms == 500
+    zk = KazooClient(hosts=module_chroot)
+    zk.start()
+    try:
+        path = f"/delegation_token/tokens/{created.token_id}"
+        assert zk.exists(path)
+        wait_until(lambda: not zk.exists(path), "the expired token's znode is deleted")
+    finally:
+        zk.stop()

@@ -355,3 +355,31 @@ def test_the_factory_reads_scram_credentials_from_the_users_configs():
     auth = factory.for_connection(context)
     _, final = scram_login(auth, "alice", "alice-pw")
     assert final.error_code == ErrorCode.NONE
+
+
+@pytest.mark.parametrize(
+    ("reauth_ms", "lifetime_ms"), [(0, 30_000), (60_000, 30_000), (10_000, 10_000)]
+)
+def test_a_token_sessions_lifetime_ends_with_the_token(reauth_ms, lifetime_ms):
+    """KIP-368 with a delegation token: the session lasts no longer than the token."""
+    now_ms = 1_000_000
+    token = ScramCredential.from_password(SCRAM_MECHANISMS["SCRAM-SHA-512"], "hmac-b64")
+
+    def token_mechanisms(name):
+        return ScramServer(name, {}.get, {"tok": (token, "alice", now_ms + 30_000)}.get)
+
+    context = ConnectionContext("L", "h", 1, security_protocol="SASL_PLAINTEXT")
+    auth = ConnectionAuthenticator(
+        context,
+        SaslListener("L", ("SCRAM-SHA-512",)),
+        token_mechanisms,
+        AuthenticationSettings(0, reauth_ms, 1024),
+        Clock(),
+        lambda: now_ms,
+    )
+    auth.handshake("SCRAM-SHA-512", 1)
+    client = ScramClient("SCRAM-SHA-512", "tok", "hmac-b64", token_auth=True)
+    first = run(auth.authenticate(client.first()))
+    final = run(auth.authenticate(client.final(first.auth_bytes)))
+    assert final.error_code == ErrorCode.NONE and final.session_lifetime_ms == lifetime_ms
+    assert context.principal == KafkaPrincipal.user("alice") and auth.token_authenticated

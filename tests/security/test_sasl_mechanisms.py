@@ -148,11 +148,14 @@ def test_token_authentication_makes_the_owner_the_user():
     mechanism = SCRAM_MECHANISMS["SCRAM-SHA-512"]
     token_hmac = base64.b64encode(b"token-hmac").decode()
     credential = ScramCredential.from_password(mechanism, token_hmac)
-    server = ScramServer("SCRAM-SHA-512", {}.get, tokens={"token-id": (credential, "alice")}.get)
+    server = ScramServer(
+        "SCRAM-SHA-512", {}.get, tokens={"token-id": (credential, "alice", 10**13)}.get
+    )
     client = ScramClient("SCRAM-SHA-512", "token-id", token_hmac, token_auth=True)
     assert client.first().endswith(b",tokenauth=true")
     client.verify(server.evaluate(client.final(server.evaluate(client.first()))))
     assert server.authorization_id == "alice" and server.token_authenticated
+    assert server.credential_expiry_ms == 10**13
 
 
 PLAIN_JAAS = (

@@ -122,8 +122,10 @@ class ConnectionAuthenticator:
         mechanisms: MechanismFactory,
         settings: AuthenticationSettings,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ):
         self._context = context
+        self._wall_clock_ms = wall_clock_ms
         self._listener = listener
         self._new_mechanism = mechanisms
         self._settings = settings
@@ -132,6 +134,7 @@ class ConnectionAuthenticator:
         self._mechanism: ServerMechanism | None = None
         self._mechanism_name: str | None = None  # of the last successful authentication
         self._expires_at: float | None = None
+        self._lifetime_ms: int | None = None
         # whether the principal logged in with a delegation token (which may not ask
         # for delegation tokens, as Kafka has it)
         self.token_authenticated = False
@@ -226,9 +229,8 @@ class ConnectionAuthenticator:
             return AuthenticateResult(
                 ErrorCode.SASL_AUTHENTICATION_FAILED, failure.client_message(mechanism.name)
             )
-        return AuthenticateResult(
-            ErrorCode.NONE, None, answer, self._settings.reauth_ms if mechanism.complete else 0
-        )
+        lifetime = (self._lifetime_ms or 0) if mechanism.complete else 0
+        return AuthenticateResult(ErrorCode.NONE, None, answer, lifetime)
 
     async def raw_token(self, frame: bytes) -> list[bytes]:
         """A raw token's answer, framed as Kafka frames it (a 4-byte size; PLAIN's empty
@@ -259,8 +261,20 @@ class ConnectionAuthenticator:
         self._mechanism_name = mechanism.name
         self._mechanism = None
         self.state = State.COMPLETE
-        reauth_ms = self._settings.reauth_ms
-        self._expires_at = self._clock() + reauth_ms / 1000 if reauth_ms > 0 else None
+        self._lifetime_ms = self._session_lifetime_ms(mechanism)
+        self._expires_at = (
+            self._clock() + self._lifetime_ms / 1000 if self._lifetime_ms is not None else None
+        )
+
+    def _session_lifetime_ms(self, mechanism: ServerMechanism) -> int | None:
+        """KIP-368: ``connections.max.reauth.ms``, or less when the credential (a
+        delegation token) expires sooner; None when neither bounds the session."""
+        reauth_ms = self._settings.reauth_ms if self._settings.reauth_ms > 0 else None
+        expiry_ms = getattr(mechanism, "credential_expiry_ms", None)
+        if expiry_ms is None:
+            return reauth_ms
+        left = max(0, expiry_ms - self._wall_clock_ms())
+        return left if reauth_ms is None else min(left, reauth_ms)
 
     def _fail(self, reason: str, *, logged: bool = True) -> None:
         self.state = State.FAILED
@@ -284,7 +298,7 @@ class AuthenticatorFactory:
         self,
         config: Callable[[], object],
         user_configs: Callable[[str], Mapping[str, str]],
-        token_login: Callable[[str, str], tuple[ScramCredential, str] | None] | None = None,
+        token_login: Callable[[str, str], tuple[ScramCredential, str, int] | None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ):
         self._config = config
@@ -313,7 +327,7 @@ class AuthenticatorFactory:
         if self._token_login is not None:
             token_login = self._token_login
 
-            def tokens(token_id: str) -> tuple[ScramCredential, str] | None:
+            def tokens(token_id: str) -> tuple[ScramCredential, str, int] | None:
                 return token_login(token_id, name)
 
         return ScramServer(

@@ -154,6 +154,12 @@ class TokenZnodes:
             self.zk.delete(f"{TOKENS}/{token_id}")
         self._announce(token_id)
 
+    def delete_all(self, token_ids: list[str]) -> None:
+        """Delete tokens: the expiry of those past their expiry timestamp, which every
+        broker does each ``delegation.token.expiry.check.interval.ms``."""
+        for token_id in token_ids:
+            self.delete(token_id)
+
     def _announce(self, token_id: str) -> None:
         self.zk.create(
             f"{TOKEN_CHANGES}/{CHANGE_PREFIX}", token_id.encode(), sequence=True, makepath=True
@@ -208,12 +214,17 @@ class DelegationTokenCache:
                 return token
         return None
 
-    def scram_login(self, token_id: str, mechanism: str) -> tuple[ScramCredential, str] | None:
-        """(credential, owner's name) for a SCRAM login with an unexpired token."""
+    def scram_login(self, token_id: str, mechanism: str) -> tuple[ScramCredential, str, int] | None:
+        """(credential, owner's name, expiry) for a SCRAM login with an unexpired token."""
         token = self._tokens.get(token_id)
         if token is None or token.expiry_timestamp < self._clock_ms():
             return None
-        return self._credentials[token_id][mechanism], token.owner.name
+        return self._credentials[token_id][mechanism], token.owner.name, token.expiry_timestamp
+
+    def expired(self) -> list[str]:
+        """The ids of the tokens past their expiry."""
+        now = self._clock_ms()
+        return [t.token_id for t in self._tokens.values() if t.expiry_timestamp < now]
 
 
 class TokenChangeFollower:

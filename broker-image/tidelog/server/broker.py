@@ -413,6 +413,16 @@ class Broker:
             self._tasks.append(
                 asyncio.create_task(self.token_changes.follow(), name="delegation-token-changes")
             )
+            self._tasks.append(
+                asyncio.create_task(
+                    self._every(
+                        config["delegation.token.expiry.check.interval.ms"],
+                        self.token_changes.znodes.delete_all,
+                        arguments=lambda: (self.delegation_tokens.expired(),),
+                    ),
+                    name="delegation-token-expiry",
+                )
+            )
         if config["auto.leader.rebalance.enable"]:
             self._tasks.append(
                 self.controller.start_leader_rebalance(

@@ -30,8 +30,9 @@ __all__ = ["CredentialLookup", "ScramServer", "TokenLookup"]
 CredentialLookup = Callable[[str], ScramCredential | None]
 """user → its credential for the mechanism, or None."""
 
-TokenLookup = Callable[[str], tuple[ScramCredential, str] | None]
-"""delegation token id → (its credential for the mechanism, its owner), or None."""
+TokenLookup = Callable[[str], tuple[ScramCredential, str, int] | None]
+"""delegation token id → (its credential for the mechanism, its owner, when it expires in
+ms since the epoch), or None."""
 
 SUPPORTED_EXTENSIONS = frozenset({"tokenauth"})
 
@@ -98,6 +99,8 @@ class ScramServer:
         self._user: str | None = None
         self._failed = False
         self.token_authenticated = False
+        # when the credential expires (a delegation token's expiry), in ms since the epoch
+        self.credential_expiry_ms: int | None = None
 
     @property
     def complete(self) -> bool:
@@ -135,8 +138,9 @@ class ScramServer:
         user = sasl_name_to_user(match["saslname"])
         if extensions.get("tokenauth", "false").lower() == "true":
             found = self._tokens(user) if self._tokens is not None else None
-            credential, owner = found if found is not None else (None, "")
+            credential, owner, expiry = found if found is not None else (None, "", None)
             self.token_authenticated = True
+            self.credential_expiry_ms = expiry
         else:
             credential, owner = self._credentials(user), user
         if credential is None:
