@@ -56,6 +56,12 @@ from tidelog.server.handlers.configs import (
 from tidelog.server.handlers.controlled_shutdown import handle_controlled_shutdown
 from tidelog.server.handlers.create_partitions import handle_create_partitions
 from tidelog.server.handlers.create_topics import handle_create_topics
+from tidelog.server.handlers.delegation_tokens import (
+    handle_create_delegation_token,
+    handle_describe_delegation_token,
+    handle_expire_delegation_token,
+    handle_renew_delegation_token,
+)
 from tidelog.server.handlers.delete_records import handle_delete_records
 from tidelog.server.handlers.delete_topics import handle_delete_topics
 from tidelog.server.handlers.describe_cluster import handle_describe_cluster
@@ -112,6 +118,10 @@ HANDLERS = {
     ApiKey.SASL_AUTHENTICATE: handle_sasl_authenticate,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: handle_describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: handle_alter_user_scram_credentials,
+    ApiKey.CREATE_DELEGATION_TOKEN: handle_create_delegation_token,
+    ApiKey.RENEW_DELEGATION_TOKEN: handle_renew_delegation_token,
+    ApiKey.EXPIRE_DELEGATION_TOKEN: handle_expire_delegation_token,
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: handle_describe_delegation_token,
     ApiKey.METADATA: handle_metadata,
     ApiKey.PRODUCE: handle_produce,
     ApiKey.FETCH: handle_fetch,
