@@ -257,7 +257,7 @@ class ConnectionAuthenticator:
                 f"{self._context.principal}: {principal}"
             )
         self._context.principal = principal
-        self.token_authenticated = getattr(mechanism, "token_authenticated", False)
+        self.token_authenticated = mechanism.token_authenticated
         self._mechanism_name = mechanism.name
         self._mechanism = None
         self.state = State.COMPLETE
@@ -270,7 +270,7 @@ class ConnectionAuthenticator:
         """KIP-368: ``connections.max.reauth.ms``, or less when the credential (a
         delegation token) expires sooner; None when neither bounds the session."""
         reauth_ms = self._settings.reauth_ms if self._settings.reauth_ms > 0 else None
-        expiry_ms = getattr(mechanism, "credential_expiry_ms", None)
+        expiry_ms = mechanism.credential_expiry_ms
         if expiry_ms is None:
             return reauth_ms
         left = max(0, expiry_ms - self._wall_clock_ms())

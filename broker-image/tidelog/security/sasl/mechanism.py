@@ -36,6 +36,10 @@ class ServerMechanism(Protocol):
     """One exchange of one mechanism, server side."""
 
     name: str
+    # whether the client logged in with a delegation token, and when that credential
+    # expires (ms since the epoch; None: it does not)
+    token_authenticated: bool
+    credential_expiry_ms: int | None
 
     def evaluate(self, token: bytes) -> bytes:
         """The answer to the client's next token; raises SaslFailure when the exchange

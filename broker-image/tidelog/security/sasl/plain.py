@@ -30,6 +30,8 @@ def plain_users(entry: JaasEntry) -> dict[str, str]:
 
 class PlainServer:
     name = PLAIN
+    token_authenticated = False
+    credential_expiry_ms = None
 
     def __init__(self, users: Mapping[str, str]):
         self._users = users
