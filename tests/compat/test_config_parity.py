@@ -60,6 +60,7 @@ BROKER_KEYS_LEFT_OUT = {
     # The authorizer's: Kafka's KafkaConfig takes any class name (the broker fails later,
     # loading it) and leaves the AclAuthorizer's own keys to the authorizer.
     "authorizer.class.name": "any string to KafkaConfig; tidelog refuses unknown classes",
+    "client.quota.callback.class": "a class Kafka loads; tidelog refuses any",
     "super.users": "the AclAuthorizer's key, not KafkaConfig's",
     "allow.everyone.if.no.acl.found": "the AclAuthorizer's key, not KafkaConfig's",
     # Kafka's password type takes any string: nothing to refuse.
