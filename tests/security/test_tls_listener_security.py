@@ -97,3 +97,29 @@ def test_a_followed_client_context_presents_the_renewed_certificate(tmp_path: Pa
         config(tmp_path, {"listener.name.ssl.ssl.keystore.location": str(renewed)})
     )
     assert presented() == "renewed"
+
+
+def test_a_new_truststore_admits_clients_of_its_ca(tmp_path: Path) -> None:
+    security = ListenerSecurity(config(tmp_path))
+    other_ca = CertificateAuthority("CN=other-ca")
+    issued = other_ca.issue("CN=client")
+    client = ClientSecurity.from_properties(
+        {
+            "security.protocol": "SSL",
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.certificates": CA.certificate_pem.decode(),
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.certificate.chain": issued.chain_pem.decode(),
+            "ssl.keystore.key": issued.key_pem().decode(),
+        }
+    ).ssl_context
+    with pytest.raises(ssl.SSLError):
+        handshake(client, security.tls["SSL"].current)
+    both = tmp_path / "both-cas.pem"
+    both.write_bytes(CA.certificate_pem + other_ca.certificate_pem)
+    trusting = {
+        "listener.name.ssl.ssl.truststore.certificates": "",
+        "listener.name.ssl.ssl.truststore.location": str(both),
+    }
+    assert security.reconfigure(config(tmp_path, trusting)) == ["SSL"]
+    handshake(client, security.tls["SSL"].current)
