@@ -71,10 +71,11 @@ def test_two_variables_for_one_key_are_an_error() -> None:
 def test_values_with_equals_signs_survive_the_config_loader(tmp_path: Path) -> None:
     path = tmp_path / "server.properties"
     path.write_text("zookeeper.connect=zk:2181\n")
-    environ = {"TIDELOG_CONFIG_LISTENER_SECURITY_PROTOCOL_MAP": "A=B:PLAINTEXT"}
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b=c";'
+    environ = {"TIDELOG_CONFIG_SASL_JAAS_CONFIG": jaas}
     config, from_environment = load_config(str(path), [], environ)
-    assert config["listener.security.protocol.map"] == "A=B:PLAINTEXT"
-    assert from_environment == ["listener.security.protocol.map"]
+    assert config["sasl.jaas.config"] == jaas
+    assert from_environment == ["sasl.jaas.config"]
 
 
 @pytest.fixture
