@@ -154,6 +154,9 @@ def target(request, tmp_path_factory, zookeeper):
             lambda: _create(made, TOPIC, validate_only=False) in (E.NONE, E.TOPIC_ALREADY_EXISTS),
             f"{TOPIC} created on {kind}",
         )
+        made.grant(group(), OP.READ)  # implies the Describe FindCoordinator needs
+        made.grant(topic(), OP.READ)
+        wait_until(lambda: _commit(made) == E.NONE, f"{GROUP} has committed offsets on {kind}")
         made.revoke_all()
         wait_until(
             lambda: _create(made, "acl-probe", validate_only=True) == E.TOPIC_AUTHORIZATION_FAILED,
@@ -175,6 +178,22 @@ def _create(target: Target, name: str, *, validate_only: bool) -> ErrorCode:
     }
     (result,) = target.request(ApiKey.CREATE_TOPICS, 7, body).topics
     return ErrorCode(result.error_code)
+
+
+def _commit(target: Target) -> ErrorCode:
+    """An offset of the topic committed for the group (which makes the group known),
+    once its coordinator is found (which makes the offsets topic)."""
+    found = target.request(ApiKey.FIND_COORDINATOR, 3, {"key": GROUP, "key_type": 0})
+    if found.error_code != E.NONE:
+        return ErrorCode(found.error_code)
+    body = {
+        "group_id": GROUP,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "committed_offset": 0}]}],
+    }
+    (result,) = target.request(ApiKey.OFFSET_COMMIT, 8, body).topics
+    return ErrorCode(result.partitions[0].error_code)
 
 
 @dataclass(frozen=True)
@@ -527,6 +546,31 @@ ROWS = {
         [([], E.CLUSTER_AUTHORIZATION_FAILED), ([(CLUSTER, OP.ALTER)], E.NONE)],
     ),
 }
+
+# Groups are listed to whom may Describe them, or the cluster.
+for case, grant in (("by group", (group(), OP.DESCRIBE)), ("by cluster", (CLUSTER, OP.DESCRIBE))):
+    ROWS[f"list groups, {case}"] = Row(
+        ApiKey.LIST_GROUPS,
+        4,
+        {"states_filter": []},
+        lambda response: (response.error_code, GROUP in {g.group_id for g in response.groups}),
+        [([], (E.NONE, False)), ([grant], (E.NONE, True))],
+    )
+# A topic that does not exist is refused like one that does.
+ROWS["fetch from a missing topic"] = Row(
+    ApiKey.FETCH,
+    11,
+    {"max_wait_ms": 0, "topics": [{"topic": MISSING, "partitions": [{"partition": 0}]}]},
+    _partition_code("responses", "partitions"),
+    [([], E.TOPIC_AUTHORIZATION_FAILED)],
+)
+ROWS["list offsets of a missing topic"] = Row(
+    ApiKey.LIST_OFFSETS,
+    7,
+    {"topics": [{"name": MISSING, "partitions": [{"partition_index": 0, "timestamp": -1}]}]},
+    _partition_code("topics", "partitions"),
+    [([], E.TOPIC_AUTHORIZATION_FAILED)],
+)
 
 # Requests naming several topics: each answered on its own.
 ROWS["produce to an allowed and a refused topic"] = Row(
