@@ -8,9 +8,9 @@ time its handler ran in ``request_percentage``. The largest throttle time goes i
 response's ``throttle_time_ms``; the response leaves at once, and the connection reads no
 further request until the throttle ends (``ConnectionContext.muted_until``). A consumer
 Fetch asks, before its handler, for no more bytes than its quota allows in one response
-(Kafka's cap); one that is throttled is answered without records (its bytes are taken back from the
-quota, as Kafka's ``unrecordQuotaSensor``), so a client over its quota gets nothing
-until it has waited.
+(Kafka's cap); one that is throttled is answered without records (its bytes are taken
+back from the quota, as Kafka's ``unrecordQuotaSensor``), so a client over its quota
+gets nothing until it has waited.
 
 CreateTopics, CreatePartitions and DeleteTopics are served under the controller mutation
 quota (:mod:`.mutation_quotas`), whose throttle joins the others.
