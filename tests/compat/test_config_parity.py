@@ -92,6 +92,10 @@ BROKER_KEYS_LEFT_OUT = {
         )
     },
     "control.plane.listener.name": "valid only if it names one of the listeners",
+    "password.encoder.secret": "any string",
+    "password.encoder.old.secret": "any string",
+    "password.encoder.keyfactory.algorithm": "any value: KafkaConfig does not validate it",
+    "password.encoder.cipher.algorithm": "any value: KafkaConfig does not validate it",
     # Kafka's ZooKeeper client TLS keys: strings, lists and passwords it does not validate.
     **{
         f"zookeeper.{key}": "any value: Kafka does not validate it"
@@ -225,6 +229,8 @@ BROKER_RANGES = {
     "leader.imbalance.check.interval.seconds": (1, None),
     "replication.quota.window.num": (1, None),
     "replication.quota.window.size.seconds": (1, None),
+    "password.encoder.key.length": (8, None),
+    "password.encoder.iterations": (1024, None),
     "quota.window.num": (1, None),
     "quota.window.size.seconds": (1, None),
     "controller.quota.window.num": (1, None),

@@ -2,22 +2,31 @@
 without a restart), through Kafka's own ``kafka-configs.sh``: new connections get the new
 certificate, an open producer goes on producing, DescribeConfigs shows the new key; a
 keystore whose key does not match its certificate is refused with INVALID_CONFIG and
-changes nothing."""
+changes nothing. A PKCS12 keystore's password set at run time is stored in ZooKeeper
+encoded with ``password.encoder.secret``, so that Kafka's own encoder decodes it."""
 
 from __future__ import annotations
 
+import json
 import socket
 import ssl
+import subprocess
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from kazoo.client import KazooClient
 
 from integration.broker_process import BrokerProcess, free_port
 from integration.tls_files import TlsFiles
+from kafka_reference import JVM_FLAGS, java_executable, kafka_libs
 from kafka_reference.tools import run_kafka_tool
+from tidelog.security.certificates import pkcs12_store
 from waiting import wait_until
 
 TOPIC = "renewed"
+ENCODER_SECRET = "encoder-secret"
+DECODER = Path(__file__).with_name("KafkaPasswordDecoder.java")
 
 
 @pytest.fixture
@@ -31,6 +40,7 @@ def ssl_broker(tmp_path, zk_chroot):
         overrides={
             "listeners": f"PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{ssl_port}",
             **tls.listener_overrides(tls.broker_keystore("broker-old")),
+            "password.encoder.secret": ENCODER_SECRET,
         },
     ).start()
     broker.ssl_port, broker.tls = ssl_port, tls
@@ -112,3 +122,44 @@ def test_listener_keystores_are_set_per_broker_only(ssl_broker) -> None:
     )
     assert refused.returncode != 0
     assert "broker id must be specified" in refused.stdout + refused.stderr
+
+
+def test_a_keystore_password_set_at_run_time_is_stored_as_kafka_encodes_it(
+    ssl_broker, zk_chroot
+) -> None:
+    tls = ssl_broker.tls
+    store = tls.directory / "broker.p12"
+    issued = tls.ca.issue("CN=broker-p12", hosts=["127.0.0.1"])
+    store.write_bytes(pkcs12_store("p12-secret", issued))
+    altered = alter(
+        ssl_broker,
+        "listener.name.ssl.ssl.keystore.type=PKCS12",
+        f"listener.name.ssl.ssl.keystore.location={store}",
+        "listener.name.ssl.ssl.keystore.password=p12-secret",
+    )
+    assert altered.returncode == 0, altered.stderr[-3000:]
+    wait_until(lambda: served_certificate(ssl_broker) == "broker-p12", "the PKCS12 keystore serves")
+    zk = KazooClient(hosts=zk_chroot)
+    zk.start(timeout=10)
+    try:
+        data, _ = zk.get(f"/config/brokers/{ssl_broker.broker_id}")
+    finally:
+        zk.stop()
+        zk.close()
+    stored = json.loads(data)["config"]["listener.name.ssl.ssl.keystore.password"]
+    assert "p12-secret" not in stored
+    decoded = subprocess.run(
+        [
+            java_executable(),
+            *JVM_FLAGS,
+            "-cp",
+            f"{kafka_libs()}/*",
+            str(DECODER),
+            ENCODER_SECRET,
+            stored,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert decoded.stdout.strip() == "p12-secret", decoded.stderr[-3000:]

@@ -9,7 +9,7 @@ OpenSSL and stay unknown keys."""
 from __future__ import annotations
 
 from tidelog.server.config_key import ConfigKey, Scope
-from tidelog.storage.config_values import one_of
+from tidelog.storage.config_values import at_least, one_of
 
 __all__ = ["LISTENER_KEYS", "SECURITY_PROTOCOLS", "SSL_KEYS"]
 
@@ -48,4 +48,12 @@ LISTENER_KEYS: tuple[ConfigKey, ...] = (
         validator=one_of(*SECURITY_PROTOCOLS),
     ),
     ConfigKey("control.plane.listener.name", "string", None),
+    # The password encoder's (tidelog.security.password_encoder): dynamic passwords are
+    # mostly listeners' stores'.
+    ConfigKey("password.encoder.secret", "password", None),
+    ConfigKey("password.encoder.old.secret", "password", None),
+    ConfigKey("password.encoder.keyfactory.algorithm", "string", None),
+    ConfigKey("password.encoder.cipher.algorithm", "string", "AES/CBC/PKCS5Padding"),
+    ConfigKey("password.encoder.key.length", "int", 128, validator=at_least(8)),
+    ConfigKey("password.encoder.iterations", "int", 4096, validator=at_least(1024)),
 )

@@ -39,6 +39,7 @@ from tidelog.replication.quota import (
     LEADER_THROTTLED_REPLICAS,
     ReplicationQuota,
 )
+from tidelog.security.password_encoder import decode_passwords
 from tidelog.server.config import BrokerConfig, ConfigError
 from tidelog.server.entity_configs import CLIENTS, USERS, EntityConfigs
 from tidelog.storage.config import LogConfig, LogConfigError
@@ -91,14 +92,17 @@ class ReplicationThrottles:
 
 
 def layered(config: BrokerConfig, cluster: dict[str, str], mine: dict[str, str]):
-    """``config``'s static settings under the dynamic ones read from ZooKeeper; None
-    (logged) when they are invalid. Draining entries of directories this broker no
-    longer has are left out with a warning (:meth:`BrokerConfig.without_stale_draining`)."""
+    """``config``'s static settings under the dynamic ones read from ZooKeeper (their
+    passwords decoded); None (logged) when they are invalid. Draining entries of
+    directories this broker no longer has are left out with a warning
+    (:meth:`BrokerConfig.without_stale_draining`)."""
     mine, stale = config.without_stale_draining(mine)
     if stale:
         logger.warning("log.dirs.draining: %s not among log.dirs any more; ignored", stale)
     try:
-        return config.with_dynamic(cluster, mine)
+        return config.with_dynamic(
+            decode_passwords(config, cluster), decode_passwords(config, mine)
+        )
     except ConfigError as error:
         logger.error("ignoring the dynamic broker configs in ZooKeeper: %s", error)
         return None

@@ -14,6 +14,8 @@ answers) and by building the configuration it would make (INVALID_REQUEST); a
 listener's new keystore or truststore (``listener.name.<l>.ssl.keystore.*``, per broker)
 must load and its key match its certificate (INVALID_CONFIG), and the broker's listener
 then serves new connections with it (see :mod:`tidelog.security.listener_security`).
+Passwords are stored encoded with ``password.encoder.secret``, as Kafka stores them
+(:mod:`tidelog.security.password_encoder`); without a secret, setting one is refused.
 AlterConfigs replaces an entity's whole set; IncrementalAlterConfigs applies SET,
 DELETE, APPEND and SUBTRACT (list keys) to the stored one.
 """
@@ -29,6 +31,7 @@ from tidelog.controller.zk_data import DEFAULT_ENTITY
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.admin_enums import ConfigType
 from tidelog.protocol.errors import ErrorCode
+from tidelog.security.password_encoder import decode_passwords, encode_passwords
 from tidelog.server.config import (
     BROKER_CONFIGS,
     BrokerConfig,
@@ -86,7 +89,9 @@ async def _stored_broker_config(broker) -> BrokerConfig:
     cluster, mine = await _zk(broker.zk.broker_configs, broker.broker_id)
     mine, _ = broker.config.without_stale_draining(mine)  # as the broker applies them
     try:
-        return broker.config.with_dynamic(cluster, mine)
+        return broker.config.with_dynamic(
+            decode_passwords(broker.config, cluster), decode_passwords(broker.config, mine)
+        )
     except ConfigError as error:
         logger.warning("dynamic broker configs in ZooKeeper are unusable: %s", error)
         return broker.config
@@ -257,6 +262,14 @@ async def _alter_broker(broker, name: str, plan: Planner, validate_only: bool) -
     # A draining entry of a dir this broker no longer has (the broker ignores it) goes
     # with the next change: left in, it would fail the validation of every change.
     mine, _ = broker.config.without_stale_draining(mine)
+    try:  # passwords are stored encoded (password.encoder.secret)
+        cluster = decode_passwords(broker.config, cluster)
+        mine = decode_passwords(broker.config, mine)
+    except ConfigError as error:
+        raise ConfigRequestError(
+            ErrorCode.INVALID_REQUEST,
+            f"Invalid config value for resource {resource_text(BROKER, name)}: {error}",
+        ) from None
     new = plan(BROKER, mine if per_broker else cluster)
     problem = _check_broker_keys(new, per_broker)
     if problem is None:
@@ -264,6 +277,7 @@ async def _alter_broker(broker, name: str, plan: Planner, validate_only: bool) -
             config = broker.config.with_dynamic(
                 cluster if per_broker else new, new if per_broker else mine
             )
+            stored = encode_passwords(broker.config, new)
         except (ConfigError, LogConfigError) as error:
             problem = str(error)
     if problem is not None:
@@ -280,8 +294,8 @@ async def _alter_broker(broker, name: str, plan: Planner, validate_only: bool) -
         ) from None
     if not validate_only:
         entity = str(broker_id) if per_broker else DEFAULT_ENTITY
-        logger.info("updating broker config %s with new configuration %s", entity, new)
-        await _zk(broker.zk.set_entity_config, "brokers", entity, new)
+        logger.info("updating broker config %s with new configuration %s", entity, stored)
+        await _zk(broker.zk.set_entity_config, "brokers", entity, stored)
 
 
 async def _alter_resource(broker, resource, plan: Planner, validate_only: bool, operations=None):
