@@ -572,6 +572,39 @@ ROWS["list offsets of a missing topic"] = Row(
     [([], E.TOPIC_AUTHORIZATION_FAILED)],
 )
 
+# The operations a client may ask to see (Metadata v8+), as bit fields.
+ROWS["metadata with the topic's authorized operations"] = Row(
+    ApiKey.METADATA,
+    12,
+    {
+        "topics": [{"name": TOPIC}],
+        "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": True,
+    },
+    lambda response: (
+        response.topics[0].error_code,
+        response.topics[0].topic_authorized_operations,
+    ),
+    [
+        ([(topic(), OP.DESCRIBE)], (E.NONE, 1 << OP.DESCRIBE)),
+        ([(topic(), OP.WRITE)], (E.NONE, 1 << OP.DESCRIBE | 1 << OP.WRITE)),
+    ],
+)
+ROWS["metadata with the cluster's authorized operations"] = Row(
+    ApiKey.METADATA,
+    10,
+    {
+        "topics": [],
+        "allow_auto_topic_creation": False,
+        "include_cluster_authorized_operations": True,
+    },
+    lambda response: response.cluster_authorized_operations,
+    [
+        ([], 0),
+        ([(CLUSTER, OP.DESCRIBE)], 1 << OP.DESCRIBE),
+        ([(CLUSTER, OP.ALTER)], 1 << OP.DESCRIBE | 1 << OP.ALTER),
+    ],
+)
 # Requests naming several topics: each answered on its own.
 ROWS["produce to an allowed and a refused topic"] = Row(
     ApiKey.PRODUCE,

@@ -35,12 +35,39 @@ __all__ = [
     "OPEN",
     "Access",
     "OnCluster",
+    "authorized_operations",
     "burst_allowed",
+    "describable_cluster",
     "describable_topics",
     "handle_authorized",
 ]
 
 OP = AclOperation
+
+# The operations Kafka supports on each resource type (AclEntry.supportedOperations),
+# reported as bit fields (bit = the operation's code) where a client asks for them.
+SUPPORTED_OPERATIONS = {
+    ResourceType.TOPIC: (
+        OP.READ,
+        OP.WRITE,
+        OP.CREATE,
+        OP.DESCRIBE,
+        OP.DELETE,
+        OP.ALTER,
+        OP.DESCRIBE_CONFIGS,
+        OP.ALTER_CONFIGS,
+    ),
+    ResourceType.GROUP: (OP.READ, OP.DESCRIBE, OP.DELETE),
+    ResourceType.CLUSTER: (
+        OP.CREATE,
+        OP.CLUSTER_ACTION,
+        OP.DESCRIBE_CONFIGS,
+        OP.ALTER_CONFIGS,
+        OP.IDEMPOTENT_WRITE,
+        OP.ALTER,
+        OP.DESCRIBE,
+    ),
+}
 
 
 class Access:
@@ -56,6 +83,14 @@ class Access:
 
     def on_cluster(self, operation: AclOperation) -> bool:
         return self.allows(operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+    def operations(self, resource_type: ResourceType, name: str) -> int:
+        """Kafka's bit field of the supported operations allowed on the resource."""
+        return sum(
+            1 << op
+            for op in SUPPORTED_OPERATIONS[resource_type]
+            if self.allows(op, resource_type, name)
+        )
 
     def on_any(self, operation: AclOperation, resource_type: ResourceType) -> bool:
         return self.authorizer.authorize_by_resource_type(
@@ -144,6 +179,12 @@ async def handle_authorized(handler, broker, header, request, context):
     return await rule(Access(broker, context), handler, broker, header, request, context)
 
 
+def describable_cluster(broker, context) -> bool:
+    """Whether the request's principal may Describe the cluster (yes without an
+    authorizer)."""
+    return broker.authorizer is None or Access(broker, context).on_cluster(OP.DESCRIBE)
+
+
 def describable_topics(broker, context, names):
     """Those of ``names`` the request's principal may Describe (all of them without an
     authorizer): what a listing of every topic shows."""
@@ -157,3 +198,11 @@ def burst_allowed(broker, context, requests) -> bool:
     """Whether a burst of pipelined OffsetCommits is wholly allowed (then it is served
     as one; else each request goes through :func:`handle_authorized`)."""
     return groups.offset_commits_allowed(Access(broker, context), requests)
+
+
+def authorized_operations(broker, context, resource_type: ResourceType, name: str) -> int:
+    """Kafka's bit field of the operations the request's principal may do on the
+    resource: every supported one without an authorizer."""
+    if broker.authorizer is not None:
+        return Access(broker, context).operations(resource_type, name)
+    return sum(1 << op for op in SUPPORTED_OPERATIONS[resource_type])

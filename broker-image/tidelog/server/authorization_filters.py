@@ -17,7 +17,7 @@ from collections.abc import Callable
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.admin_enums import ConfigResourceType
 from tidelog.protocol.errors import ErrorCode
-from tidelog.security.acls import AclOperation, ResourceType
+from tidelog.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from tidelog.server.authorization_refusals import refusal
 from tidelog.server.network import CloseConnection
 
@@ -382,27 +382,15 @@ async def delete_records(access, handler, broker, header, request, context):
     )
 
 
-# Kafka's operations on the cluster resource, each answered in DescribeCluster's
-# cluster_authorized_operations bit field (bit = the operation's code).
-CLUSTER_OPERATIONS = (
-    OP.CREATE,
-    OP.ALTER,
-    OP.DESCRIBE,
-    OP.CLUSTER_ACTION,
-    OP.DESCRIBE_CONFIGS,
-    OP.ALTER_CONFIGS,
-    OP.IDEMPOTENT_WRITE,
-)
-
-
 async def describe_cluster(access, handler, broker, header, request, context):
     """Served to everyone, as Kafka serves it; the operations asked for are those the
     principal may do on the cluster, none unless it may Describe it."""
     response = await handler(broker, header, request, context)
     if request.include_cluster_authorized_operations:
-        allowed = [op for op in CLUSTER_OPERATIONS if access.on_cluster(op)]
         response.cluster_authorized_operations = (
-            sum(1 << op for op in allowed) if OP.DESCRIBE in allowed else 0
+            access.operations(ResourceType.CLUSTER, CLUSTER_NAME)
+            if access.on_cluster(OP.DESCRIBE)
+            else 0
         )
     return response
 
