@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+import struct
 from pathlib import Path
 
 import kafka.errors
@@ -20,6 +21,7 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from kafka import KafkaConsumer, KafkaProducer
 
 from integration.broker_process import BrokerProcess, free_port
+from integration.clients import RawClient, read_frame
 from integration.sasl_setup import (
     MECHANISMS,
     SCRAM_MODULE,
@@ -31,6 +33,9 @@ from integration.sasl_setup import (
 )
 from integration.tls_files import TlsFiles
 from kafka_reference.tools import run_kafka_tool
+from tidelog.protocol import ApiKey
+from tidelog.protocol.errors import ErrorCode
+from tidelog.security.sasl_client import ScramClient, plain_client_token
 from waiting import wait_until
 
 RECORDS = 50
@@ -362,3 +367,30 @@ def test_kafkas_console_tools(sasl_broker, tmp_path, listener, mechanism) -> Non
     )
     assert consumed.returncode == 0, consumed.stderr[-3000:]
     assert consumed.stdout.split() == lines
+
+
+# -- SaslHandshake v0: raw tokens, as Kafka's oldest SASL clients send them ------------------
+
+
+def raw_exchange(sock, tokens) -> list[bytes]:
+    """Each token sent as a bare size-prefixed frame; the broker's answers, likewise."""
+    answers = []
+    for token in tokens:
+        sock.sendall(struct.pack(">i", len(token)) + token)
+        answers.append(read_frame(sock))
+    return answers
+
+
+@pytest.mark.parametrize("mechanism", ("PLAIN", "SCRAM-SHA-256"))
+def test_handshake_v0_then_raw_tokens(sasl_broker, mechanism) -> None:
+    with RawClient(sasl_broker.sasl_ports["SASL"]) as client:
+        handshake = client.request(ApiKey.SASL_HANDSHAKE, 0, {"mechanism": mechanism})
+        assert handshake.error_code == ErrorCode.NONE and mechanism in handshake.mechanisms
+        if mechanism == "PLAIN":
+            assert raw_exchange(client.sock, [plain_client_token("bob", USERS["bob"])]) == [b""]
+        else:
+            scram = ScramClient(mechanism, "bob", USERS["bob"])
+            (server_first,) = raw_exchange(client.sock, [scram.first()])
+            (server_final,) = raw_exchange(client.sock, [scram.final(server_first)])
+            scram.verify(server_final)
+        assert client.request(ApiKey.METADATA, 1, {"topics": []}).brokers
