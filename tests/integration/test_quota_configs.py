@@ -128,6 +128,17 @@ def test_kafka_configs_sets_and_describes_quotas_where_kafka_keeps_them(cluster)
         "SCRAM-SHA-256": scram,
         "producer_byte_rate": "1024",
     }
+    # and a credential written through the broker (AlterUserScramCredentials) keeps them
+    ok(
+        configs(
+            cluster,
+            *("--alter", "--entity-type", "users", "--entity-name", "carol"),
+            *("--add-config", "SCRAM-SHA-512=[password=other]"),
+        )
+    )
+    kept = znode(cluster, "/config/users/carol")["config"]
+    assert kept["producer_byte_rate"] == "1024"
+    assert set(kept) == {"SCRAM-SHA-256", "SCRAM-SHA-512", "producer_byte_rate"}
 
 
 def alter(connection: BrokerConnection, entity: list[tuple[str, str | None]], ops, **request):
