@@ -190,7 +190,7 @@ def test_plain_accepts_the_user(token):
         (b"\0\0alice-pw", "Authentication failed: username not specified", True),
         (b"\0alice\0", "Authentication failed: password not specified", True),
         (b"admin\0alice\0alice-pw", "different from username", True),
-        (b"alice-pw", "expected 3 tokens, got 1", False),
+        (b"alice-pw", "Invalid SASL/PLAIN response: expected 3 tokens, got 1", True),
         (b"\0al\xffice\0pw", "not UTF-8", False),
     ],
 )

@@ -104,7 +104,7 @@ class AuthenticateResult:
     """What a SaslAuthenticate response carries."""
 
     error_code: int
-    error_message: str | None = None
+    error_message: str | None = ""  # Kafka's answers carry an empty one, not null
     auth_bytes: bytes = b""
     session_lifetime_ms: int = 0
 
@@ -191,8 +191,8 @@ class ConnectionAuthenticator:
         """SaslHandshake: (error code, the listener's enabled mechanisms)."""
         enabled = list(self._listener.mechanisms)
         if self.state is State.COMPLETE:
-            if version < 1:
-                return ErrorCode.ILLEGAL_SASL_STATE, enabled
+            if version < 1:  # Kafka's request handler answers it, with no mechanisms
+                return ErrorCode.ILLEGAL_SASL_STATE, []
             if mechanism != self._mechanism_name:
                 self._fail(f"re-authentication with {mechanism}, not {self._mechanism_name}")
                 return ErrorCode.UNSUPPORTED_SASL_MECHANISM, [self._mechanism_name]
@@ -230,7 +230,7 @@ class ConnectionAuthenticator:
                 ErrorCode.SASL_AUTHENTICATION_FAILED, failure.client_message(mechanism.name)
             )
         lifetime = (self._lifetime_ms or 0) if mechanism.complete else 0
-        return AuthenticateResult(ErrorCode.NONE, None, answer, lifetime)
+        return AuthenticateResult(ErrorCode.NONE, "", answer, lifetime)
 
     async def raw_token(self, frame: bytes) -> list[bytes]:
         """A raw token's answer, framed as Kafka frames it (a 4-byte size; PLAIN's empty

