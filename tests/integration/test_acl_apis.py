@@ -590,6 +590,16 @@ ROWS["metadata with the topic's authorized operations"] = Row(
         ([(topic(), OP.WRITE)], (E.NONE, 1 << OP.DESCRIBE | 1 << OP.WRITE)),
     ],
 )
+ROWS["describe groups with their authorized operations"] = Row(
+    ApiKey.DESCRIBE_GROUPS,
+    5,
+    {"groups": [GROUP], "include_authorized_operations": True},
+    lambda response: (response.groups[0].error_code, response.groups[0].authorized_operations),
+    [
+        ([(group(), OP.DESCRIBE)], (E.NONE, 1 << OP.DESCRIBE)),
+        ([(group(), OP.DELETE)], (E.NONE, 1 << OP.DESCRIBE | 1 << OP.DELETE)),
+    ],
+)
 ROWS["metadata with the cluster's authorized operations"] = Row(
     ApiKey.METADATA,
     10,

@@ -6,6 +6,8 @@ from __future__ import annotations
 from tidelog.coordinator.group import GroupState
 from tidelog.protocol import OPERATIONS_NOT_REQUESTED, ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
+from tidelog.security.acls import ResourceType
+from tidelog.server.authorization import authorized_operations
 
 __all__ = ["handle_delete_groups", "handle_describe_groups", "handle_list_groups"]
 
@@ -13,7 +15,6 @@ ListGroupsResponse = response_class(ApiKey.LIST_GROUPS)
 DescribeGroupsResponse = response_class(ApiKey.DESCRIBE_GROUPS)
 DeleteGroupsResponse = response_class(ApiKey.DELETE_GROUPS)
 
-# DescribeGroups without includeAuthorizedOperations: "not requested".
 CLASSIC = "classic"
 
 
@@ -70,10 +71,15 @@ def _described(group_id: str, error: ErrorCode, group) -> object:
 
 
 async def handle_describe_groups(broker, header, request, context):
+    """Asked for (v3+), each group's authorized operations are the principal's."""
     described = []
     for group_id in request.groups:
         error, group = broker.group_coordinator.describe(group_id)
         described.append(_described(group_id, error, group))
+        if request.include_authorized_operations:
+            described[-1].authorized_operations = authorized_operations(
+                broker, context, ResourceType.GROUP, group_id
+            )
     return DescribeGroupsResponse(throttle_time_ms=0, groups=described)
 
 
