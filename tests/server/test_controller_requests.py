@@ -31,8 +31,15 @@ STATES = [
     PartitionLeadership("audit", AUDIT, 0, LEADER_DURING_DELETE, 0, (3,), (), 8, 0),
 ]
 BROKERS = {
-    1: BrokerRegistration(1, (("PLAINTEXT", "h1", 9092), ("REPLICATION", "h1", 9093)), "a"),
-    2: BrokerRegistration(2, (("PLAINTEXT", "h2", 9092),), None),
+    1: BrokerRegistration(
+        1,
+        (("PLAINTEXT", "h1", 9092), ("REPLICATION", "h1", 9093)),
+        "a",
+        protocols=(("PLAINTEXT", "PLAINTEXT"), ("REPLICATION", "SASL_SSL")),
+    ),
+    2: BrokerRegistration(
+        2, (("PLAINTEXT", "h2", 9092),), None, protocols=(("PLAINTEXT", "PLAINTEXT"),)
+    ),
 }
 
 

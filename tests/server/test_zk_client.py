@@ -44,9 +44,19 @@ def waits_logged(caplog) -> list[str]:
 
 
 def test_broker_registration_is_ephemeral_and_unique(zk, zk_chroot, caplog):
-    registration = BrokerRegistration(1, (("PLAINTEXT", "127.0.0.1", 9092),), rack="r1")
+    registration = BrokerRegistration(
+        1,
+        (("PLAINTEXT", "127.0.0.1", 9092), ("SECURE", "127.0.0.1", 9093)),
+        rack="r1",
+        protocols=(("PLAINTEXT", "PLAINTEXT"), ("SECURE", "SASL_SSL")),
+    )
     zk.register_broker(registration)
-    assert raw(zk_chroot, "/brokers/ids/1")["endpoints"] == ["PLAINTEXT://127.0.0.1:9092"]
+    written = raw(zk_chroot, "/brokers/ids/1")
+    assert written["endpoints"] == ["PLAINTEXT://127.0.0.1:9092", "SECURE://127.0.0.1:9093"]
+    assert written["listener_security_protocol_map"] == {
+        "PLAINTEXT": "PLAINTEXT",
+        "SECURE": "SASL_SSL",
+    }
     owner = f"0x{zk.session_id:x}"
     # The live owner keeps its node: the other waits its bound out, then gives up.
     other = KafkaZkClient(zk_chroot, session_timeout_ms=4000)

@@ -52,9 +52,9 @@ LEADER_DURING_DELETE = -2
 NO_EPOCH = -1
 INCREMENTAL = 1  # the request's Type: not every partition of the cluster is in it
 ZERO_UUID = uuid.UUID(int=0)
-# Kafka's SecurityProtocol ids; every listener of ours is PLAINTEXT.
+# Kafka's SecurityProtocol ids.
 SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
-PLAINTEXT = 0
+SECURITY_PROTOCOL_IDS = {name: number for number, name in SECURITY_PROTOCOLS.items()}
 
 LeaderAndIsrRequest = request_class(ApiKey.LEADER_AND_ISR)
 UpdateMetadataRequest = request_class(ApiKey.UPDATE_METADATA)
@@ -188,7 +188,10 @@ def update_metadata_request(
                 id=broker_id,
                 endpoints=[
                     UpdateMetadataRequest.UpdateMetadataEndpoint(
-                        port=port, host=host, listener=name, security_protocol=PLAINTEXT
+                        port=port,
+                        host=host,
+                        listener=name,
+                        security_protocol=SECURITY_PROTOCOL_IDS[registration.protocol_of(name)],
                     )
                     for name, host, port in registration.endpoints
                 ],
@@ -334,8 +337,12 @@ def update_metadata_brokers(request, version: int) -> dict[int, BrokerRegistrati
                 )
                 for e in broker.endpoints
             ]
+        protocols = tuple(
+            (name, SECURITY_PROTOCOLS.get(e.security_protocol, "PLAINTEXT"))
+            for (name, _, _), e in zip(endpoints, broker.endpoints or (), strict=False)
+        )
         rack = broker.rack if version >= 2 else None
-        brokers[broker.id] = BrokerRegistration(broker.id, tuple(endpoints), rack)
+        brokers[broker.id] = BrokerRegistration(broker.id, tuple(endpoints), rack, -1, protocols)
     return brokers
 
 

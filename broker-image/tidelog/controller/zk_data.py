@@ -127,6 +127,9 @@ def uuid_from_base64(text: str) -> uuid.UUID:
     return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
 
 
+_SECURITY_PROTOCOL_NAMES = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
 @dataclass(frozen=True)
 class BrokerRegistration:
     broker_id: int
@@ -135,13 +138,23 @@ class BrokerRegistration:
     # Kafka's broker epoch: the czxid of the registration znode. A broker restarted with
     # the same id registers anew, so a changed epoch tells the controller it bounced.
     epoch: int = -1
+    # Each listener's security protocol (Kafka's listener_security_protocol_map).
+    protocols: tuple[tuple[str, str], ...] = ()
+
+    def protocol_of(self, listener: str) -> str:
+        """The listener's security protocol; one the registration does not map is taken
+        to be named after its protocol (Kafka's default map), else PLAINTEXT."""
+        mapped = dict(self.protocols).get(listener)
+        if mapped is not None:
+            return mapped
+        return listener if listener in _SECURITY_PROTOCOL_NAMES else "PLAINTEXT"
 
     def encode(self) -> bytes:
         first = self.endpoints[0]
         return encode_json(
             {
                 "listener_security_protocol_map": {
-                    name: "PLAINTEXT" for name, _, _ in self.endpoints
+                    name: self.protocol_of(name) for name, _, _ in self.endpoints
                 },
                 "endpoints": [f"{name}://{host}:{port}" for name, host, port in self.endpoints],
                 "rack": self.rack,
@@ -162,7 +175,8 @@ class BrokerRegistration:
             name, _, address = item.partition("://")
             host, _, port = address.rpartition(":")
             endpoints.append((name, host.strip("[]"), int(port)))
-        return cls(broker_id, tuple(endpoints), document.get("rack"), epoch)
+        protocols = tuple(sorted(document.get("listener_security_protocol_map", {}).items()))
+        return cls(broker_id, tuple(endpoints), document.get("rack"), epoch, protocols)
 
 
 @dataclass(frozen=True)

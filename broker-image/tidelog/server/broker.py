@@ -72,7 +72,11 @@ from tidelog.security.delegation_tokens import (
     TokenZnodes,
 )
 from tidelog.security.listener_security import ListenerSecurity
-from tidelog.security.listeners import control_plane_listener, inter_broker_listener
+from tidelog.security.listeners import (
+    control_plane_listener,
+    inter_broker_listener,
+    listener_specs,
+)
 from tidelog.security.quotas import ClientQuotas, QuotaWindows
 from tidelog.server.config import BrokerConfig
 from tidelog.server.controlled_shutdown import ShuttingDownBroker, shut_down_controlled
@@ -464,11 +468,18 @@ class Broker:
 
     def _registration(self) -> BrokerRegistration:
         bound = {name: port for name, _, port in self.bound_listeners}
-        endpoints = []
-        for name, host, port in self.config.advertised_listeners:
+        endpoints, protocols = [], []
+        for spec in listener_specs(self.config, advertised=True):
             # Like Kafka: an empty host advertises the machine's name.
-            endpoints.append((name, host or socket.getfqdn(), port or bound.get(name, port)))
-        return BrokerRegistration(self.broker_id, tuple(endpoints), self.config["broker.rack"])
+            port = spec.port or bound.get(spec.name, spec.port)
+            endpoints.append((spec.name, spec.host or socket.getfqdn(), port))
+            protocols.append((spec.name, spec.security_protocol))
+        return BrokerRegistration(
+            self.broker_id,
+            tuple(endpoints),
+            self.config["broker.rack"],
+            protocols=tuple(protocols),
+        )
 
     async def _every(self, interval_ms: int, work, arguments=lambda: ()) -> None:
         """Run blocking ``work`` in a worker thread every ``interval_ms``."""
