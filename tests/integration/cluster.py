@@ -1,6 +1,8 @@
 """A cluster of real ``tidelog-server`` processes on one ZooKeeper chroot, and what the
 cluster tests ask of it: each broker's Metadata, the controller znodes, partition
-states, topics created through the controller, and polling until something holds."""
+states, topics created through the controller, and polling until something holds. A
+cluster is PLAINTEXT or SASL_SSL only (:mod:`integration.secure_cluster`); its clients'
+settings come from it, and its own requests go through them."""
 
 from __future__ import annotations
 
@@ -11,10 +13,12 @@ from pathlib import Path
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from integration.broker_process import BrokerProcess
+from integration.broker_process import BrokerProcess, free_port
+from integration.secure_cluster import ClusterSecurity
 from tidelog.admin.connection import BrokerConnection
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
+from tidelog.security.client_security import ClientSecurity
 from waiting import wait_until
 
 __all__ = ["Cluster"]
@@ -27,7 +31,8 @@ TEST_DEFAULTS = {"controlled.shutdown.retry.backoff.ms": "100"}
 class Cluster:
     """Brokers ``first_id .. first_id+size-1`` (1..size by default), started in order; a
     killed or stopped broker stays in ``brokers`` and can be started again with its id,
-    config and log dirs. The operator's brokers are numbered from 0, as pod ordinals."""
+    config and log dirs. The operator's brokers are numbered from 0, as pod ordinals.
+    ``security`` is a mode of :data:`~integration.secure_cluster.SECURITY_MODES`."""
 
     def __init__(
         self,
@@ -36,25 +41,30 @@ class Cluster:
         size: int = 3,
         overrides: Mapping[str, str] | None = None,
         first_id: int = 1,
+        security: str = "plaintext",
     ):
         self.zk_connect = zk_connect
-        self.brokers = {
-            broker_id: BrokerProcess(
+        self.security = ClusterSecurity(security, directory / "security")
+        self.brokers = {}
+        for broker_id in range(first_id, first_id + size):
+            port = free_port()
+            self.brokers[broker_id] = BrokerProcess(
                 directory / f"broker-{broker_id}",
                 zk_connect,
                 broker_id=broker_id,
+                port=port,
                 overrides={
                     **TEST_DEFAULTS,
                     "offsets.topic.replication.factor": str(min(3, size)),
+                    **self.security.broker_properties(port),
                     **(overrides or {}),
                 },
             )
-            for broker_id in range(first_id, first_id + size)
-        }
         self.zk = KazooClient(hosts=zk_connect)
 
     def __enter__(self) -> Cluster:
         self.zk.start(timeout=10)
+        self.security.register_users(self.zk_connect)
         for broker in self.brokers.values():
             broker.start()
         wait_until(self.all_known, "every broker knows every other")
@@ -99,10 +109,27 @@ class Cluster:
     def running_bootstrap(self) -> str:
         return ",".join(self.brokers[b].bootstrap for b in self.running)
 
+    # -- how clients connect ---------------------------------------------------------------
+
+    def client_config(self, bootstrap: str | None = None) -> dict[str, str]:
+        """confluent-kafka settings that reach the cluster through ``bootstrap`` (every
+        broker by default) with its security."""
+        return {"bootstrap.servers": bootstrap or self.bootstrap, **self.security.client_config()}
+
+    def client_properties_file(self) -> Path:
+        """Kafka's client properties for Java clients and tools (``--command-config``)."""
+        return self.security.client_properties_file
+
+    def admin_security(self) -> ClientSecurity:
+        """How tidelog's own admin connections reach the cluster."""
+        return self.security.admin
+
     # -- what the brokers say ------------------------------------------------------------
 
     def connect(self, broker_id: int) -> BrokerConnection:
-        return BrokerConnection("127.0.0.1", self.brokers[broker_id].port, timeout=10)
+        return BrokerConnection(
+            "127.0.0.1", self.brokers[broker_id].port, timeout=10, security=self.admin_security()
+        )
 
     def metadata(self, broker_id: int, topics: list[str] | None = None):
         with self.connect(broker_id) as connection:
