@@ -22,8 +22,9 @@ written to ZooKeeper before the broker starts, where and how Kafka keeps them
 4. the authorizer's cost: the user ``bench``, who is no super user, produces 1 KiB
    records over SASL_SSL into a topic it may Write (its one ACL), then again once
    ``Scale.s15_acls`` more ACLs (10,000) are on the cluster (:func:`crowd_acls`, added
-   by CreateAcls through confluent-kafka's AdminClient, the same for both systems); each
-   figure the median of ``Scale.s15_acl_repeats`` runs, and their ratio.
+   by CreateAcls through confluent-kafka's AdminClient, the same for both systems, and
+   deleted again by DeleteAcls), in turns after an untimed warm-up run; each figure the
+   median of ``Scale.s15_acl_repeats`` runs, and their ratio.
 
 The goals (issue 62): every ratio of tidelog to Kafka at least 1.0, and the authorizer's
 cost on produce (1 - the last ratio) under :data:`AUTHORIZER_COST_GOAL`;
@@ -240,7 +241,7 @@ def settings_line(scale) -> str:
         f"{scale.s15_connection_seconds:g} s; User:{BENCH_USER} produces with its one ACL "
         f"(Write on its topic), then with {scale.s15_acls:,} literal Topic ACLs more (half "
         f"on its topic for other principals, half on other topics for it), "
-        f"{scale.s15_acl_repeats} runs each (the median)"
+        f"{scale.s15_acl_repeats} runs each in turns after a warm-up run (the median)"
     )
 
 
@@ -328,39 +329,66 @@ def _all_acls() -> AclBindingFilter:
     )
 
 
+def _acl_count(session: SecureSession) -> int:
+    return len(session.admin.describe_acls(_all_acls(), request_timeout=60).result())
+
+
 def _create_acls(session: SecureSession, acls: list[AclBinding]) -> None:
     """CreateAcls through the admin client (PLAINTEXT, a super user); returns once the
     broker describes them all."""
-    before = len(session.admin.describe_acls(_all_acls(), request_timeout=60).result())
+    before = _acl_count(session)
     for future in session.admin.create_acls(acls, request_timeout=300).values():
         future.result()
     wait_until(
-        lambda: len(session.admin.describe_acls(_all_acls(), request_timeout=60).result())
-        == before + len(acls),
-        f"S15: {len(acls)} ACLs more described",
+        lambda: _acl_count(session) == before + len(acls), f"S15: {len(acls)} ACLs more described"
     )
 
 
+def _delete_crowd(session: SecureSession, topic: str, count: int) -> None:
+    """DeleteAcls of :func:`crowd_acls` (``count`` of them): every Read ACL on ``topic``,
+    and ``BENCH_USER``'s Read ACLs on any topic; its Write ACL stays."""
+    before = _acl_count(session)
+    filters = [
+        AclBindingFilter(
+            ResourceType.TOPIC,
+            name,
+            ResourcePatternType.LITERAL,
+            principal,
+            None,
+            AclOperation.READ,
+            AclPermissionType.ALLOW,
+        )
+        for name, principal in ((topic, None), (None, f"User:{BENCH_USER}"))
+    ]
+    for future in session.admin.delete_acls(filters, request_timeout=300).values():
+        future.result()
+    wait_until(lambda: _acl_count(session) == before - count, f"S15: {count} ACLs deleted")
+
+
 def _acl_case(session: SecureSession, scale) -> None:
-    """``BENCH_USER`` produces with its one ACL, then with ``scale.s15_acls`` more."""
+    """``BENCH_USER`` produces with its one ACL and with ``scale.s15_acls`` more, in
+    turns (the crowd added before each crowded run and deleted after it), after an
+    untimed run that warms both the client's and the broker's paths up."""
     session.create_topic(ACL_TOPIC)
     _create_acls(session, [_grant_write(ACL_TOPIC)])
     count = scale.s15_megabytes * loadgen.MB // 1024
     client = session.client(BENCH_USER)
 
-    def runs() -> list[float]:
-        return [
-            loadgen.produce(
-                session.sasl_bootstrap, ACL_TOPIC, count, 1024, security=client
-            ).mb_per_s
-            for _ in range(scale.s15_acl_repeats)
-        ]
+    def produce() -> float:
+        return loadgen.produce(
+            session.sasl_bootstrap, ACL_TOPIC, count, 1024, security=client
+        ).mb_per_s
 
+    produce()
+    crowd = crowd_acls(ACL_TOPIC, scale.s15_acls)
+    alone, crowded = [], []
+    for _ in range(scale.s15_acl_repeats):
+        alone.append(produce())
+        _create_acls(session, crowd)
+        crowded.append(produce())
+        _delete_crowd(session, ACL_TOPIC, len(crowd))
     case = f"produce 1 KiB none, SASL_SSL, User:{BENCH_USER}"
-    alone = runs()
     session.record_median("S15", f"{case}, 1 ACL", "loadgen", "throughput", alone, "MB/s")
-    _create_acls(session, crowd_acls(ACL_TOPIC, scale.s15_acls))
-    crowded = runs()
     session.record_median(
         "S15", f"{case}, {scale.s15_acls + 1:,} ACLs", "loadgen", "throughput", crowded, "MB/s"
     )
