@@ -144,7 +144,7 @@ def test_kafka_configs_sets_and_describes_quotas_where_kafka_keeps_them(cluster)
 def alter(connection: BrokerConnection, entity: list[tuple[str, str | None]], ops, **request):
     response = connection.request(
         ApiKey.ALTER_CLIENT_QUOTAS,
-        None,
+        request.get("version"),
         {
             "entries": [
                 {
@@ -159,10 +159,10 @@ def alter(connection: BrokerConnection, entity: list[tuple[str, str | None]], op
     return entry.error_code, entry.error_message
 
 
-def describe(connection: BrokerConnection, components, strict=False):
+def describe(connection: BrokerConnection, components, strict=False, version=None):
     return connection.request(
         ApiKey.DESCRIBE_CLIENT_QUOTAS,
-        None,
+        version,
         {
             "components": [
                 {"entity_type": t, "match_type": m, "match": n} for t, m, n in components
@@ -217,6 +217,14 @@ def test_alter_and_describe_client_quotas_answer_as_kafka(cluster):
 
         exact_user = describe(connection, [("user", 0, "dora")])
         assert entries(exact_user) == {(("user", "dora"),): {"producer_byte_rate": 10.0}}
+        # version 0, before flexible versions, answers the same
+        assert alter(connection, [("user", "dora")], [("consumer_byte_rate", 9.0)], version=0) == (
+            0,
+            None,
+        )
+        assert entries(describe(connection, [("user", 0, "dora")], version=0)) == {
+            (("user", "dora"),): {"producer_byte_rate": 10.0, "consumer_byte_rate": 9.0}
+        }
         assert alter(connection, [("client-id", "d3")], [("consumer_byte_rate", 3.0)])[0] == 0
         any_client = entries(describe(connection, [("client-id", 2, None)], strict=True))
         assert any_client[(("client-id", "d3"),)] == {"consumer_byte_rate": 3.0}
