@@ -155,3 +155,59 @@ def test_sasl_requests_on_a_plaintext_listener(target, kafkas_answers) -> None:
         assert kafkas_answers["plaintext"] == answers
     else:
         kafkas_answers["plaintext"] = answers
+
+
+def upsertion(name, mechanism=2, iterations=4096):
+    return {
+        "name": name,
+        "mechanism": mechanism,
+        "iterations": iterations,
+        "salt": b"salt",
+        "salted_password": b"p" * 64,
+    }
+
+
+SCRAM_ADMIN = {
+    "describe named": (
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+        {"users": [{"name": n} for n in ("alice", "nobody", "x", "x", "")]},
+    ),
+    "describe all": (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, {"users": None}),
+    "alter refusals": (
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+        {
+            "deletions": [{"name": "dora", "mechanism": 1}, {"name": "erin", "mechanism": 2}],
+            "upsertions": [
+                upsertion("bob", iterations=4095),
+                upsertion("carl", iterations=16385),
+                upsertion("dan", mechanism=3),
+                upsertion(""),
+                upsertion("erin"),
+                upsertion("fay", mechanism=1),
+            ],
+        },
+    ),
+}
+
+
+def scram_admin_answer(broker, api_key, body):
+    with BrokerConnection("127.0.0.1", broker.port) as connection:
+        response = connection.request(api_key, 0, body)
+    return [
+        (
+            r.user,
+            r.error_code,
+            r.error_message,
+            [(i.mechanism, i.iterations) for i in getattr(r, "credential_infos", [])],
+        )
+        for r in response.results
+    ]
+
+
+@pytest.mark.parametrize("case", SCRAM_ADMIN)
+def test_scram_credential_answers_are_kafkas(target, kafkas_answers, case) -> None:
+    answers = scram_admin_answer(target, *SCRAM_ADMIN[case])
+    if isinstance(target, KafkaBroker):
+        assert kafkas_answers[case] == answers
+    else:
+        kafkas_answers[case] = answers

@@ -210,14 +210,15 @@ def test_alter_refuses_a_user_whole_and_applies_the_others(broker, module_chroot
                 ],
             },
         )
+    # in Kafka's order: the illegal, the duplicated, then the done
     assert [(r.user, r.error_code, r.error_message) for r in answer.results] == [
+        ("frank", ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"),
+        ("", ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"),
         (
             "dave",
             ErrorCode.DUPLICATE_RESOURCE,
             "A user credential cannot be altered twice in the same request",
         ),
-        ("erin", ErrorCode.NONE, None),
-        ("frank", ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"),
-        ("", ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"),
+        ("erin", ErrorCode.NONE, ""),
     ]
     assert set(stored(module_chroot, "erin")) == {"SCRAM-SHA-512"}

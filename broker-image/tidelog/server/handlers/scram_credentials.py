@@ -15,7 +15,9 @@ an empty name or too few/many iterations is UNACCEPTABLE_CREDENTIAL, a mechanism
 than SCRAM-SHA-256/512 UNSUPPORTED_SASL_MECHANISM, the same (user, mechanism) twice
 DUPLICATE_RESOURCE, the deletion of a credential that does not exist RESOURCE_NOT_FOUND.
 A user's good alterations are written together, one znode write and one change
-notification, keeping the znode's other keys (its quotas).
+notification, keeping the znode's other keys (its quotas). Results come in Kafka's order:
+the illegal users, the duplicated, those with a missing deletion, then those altered.
+(Both APIs are checked against Kafka 3.9 in tests/integration/test_sasl_kafka_parity.py.)
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ async def handle_describe_user_scram_credentials(broker, header, request, contex
                 _user_error(
                     user,
                     ErrorCode.RESOURCE_NOT_FOUND,
-                    "Cannot describe SCRAM credentials for empty username",
+                    "Username must not be empty",
                 )
             )
         elif counts[user] > 1:
@@ -133,7 +135,7 @@ def _refusal(alteration, upsertion: bool) -> tuple[int, str] | None:
     return None
 
 
-def _alter(broker, user: str, deletions: list, upsertions: list) -> tuple[int, str | None]:
+def _alter(broker, user: str, deletions: list, upsertions: list) -> tuple[int, str]:
     """One user's alterations, checked against ZooKeeper and written (blocking)."""
     stored = _stored(broker, user)
     deleted = [_BY_TYPE[d.mechanism].name for d in deletions]
@@ -149,37 +151,44 @@ def _alter(broker, user: str, deletions: list, upsertions: list) -> tuple[int, s
             mechanism, bytes(upsertion.salt), bytes(upsertion.salted_password), upsertion.iterations
         )
     alter_user_credentials(broker.zk, user, upserted, deleted)
-    return ErrorCode.NONE, None
+    return ErrorCode.NONE, ""
 
 
 async def handle_alter_user_scram_credentials(broker, header, request, context):
+    upsertions, deletions = list(request.upsertions), list(request.deletions)
+    illegal: dict[str, tuple[int, str]] = {}
+    for alteration, upserting in [(u, True) for u in upsertions] + [(d, False) for d in deletions]:
+        refusal = _refusal(alteration, upsertion=upserting)
+        if refusal is not None:
+            illegal.setdefault(alteration.name, refusal)
+    pairs = Counter(
+        (a.name, a.mechanism) for a in (*upsertions, *deletions) if a.name not in illegal
+    )
+    duplicated = dict.fromkeys(user for (user, _), count in pairs.items() if count > 1)
     alterations: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
-    errors: dict[str, tuple[int, str]] = {}
-    pairs = Counter()
-    for deleting, items in ((True, request.deletions), (False, request.upsertions)):
+    for kind, items in enumerate((upsertions, deletions)):  # (upserted, deleted) a user
         for alteration in items:
-            alterations[alteration.name][0 if deleting else 1].append(alteration)
-            pairs[alteration.name, alteration.mechanism] += 1
-            refusal = _refusal(alteration, upsertion=not deleting)
-            if refusal is not None:
-                errors.setdefault(alteration.name, refusal)
-    for (user, _), count in pairs.items():
-        if count > 1:
-            errors[user] = (
-                ErrorCode.DUPLICATE_RESOURCE,
-                "A user credential cannot be altered twice in the same request",
-            )
-    results = []
-    for user, (deletions, upsertions) in alterations.items():
-        if user in errors:
-            error_code, message = errors[user]
-        else:
-            error_code, message = await asyncio.to_thread(
-                _alter, broker, user, deletions, upsertions
-            )
-        results.append(
+            if alteration.name not in illegal and alteration.name not in duplicated:
+                alterations[alteration.name][kind].append(alteration)
+    outcomes = {}
+    for user, (upserted, deleted) in alterations.items():
+        outcomes[user] = await asyncio.to_thread(_alter, broker, user, deleted, upserted)
+    # in Kafka's order: the illegal, the duplicated, the missing deletions, the done
+    duplicate = (
+        ErrorCode.DUPLICATE_RESOURCE,
+        "A user credential cannot be altered twice in the same request",
+    )
+    answered = [
+        *illegal.items(),
+        *((user, duplicate) for user in duplicated),
+        *((u, o) for u, o in outcomes.items() if o[0] != ErrorCode.NONE),
+        *((u, o) for u, o in outcomes.items() if o[0] == ErrorCode.NONE),
+    ]
+    return AlterResponse(
+        results=[
             AlterResponse.AlterUserScramCredentialsResult(
                 user=user, error_code=error_code, error_message=message
             )
-        )
-    return AlterResponse(results=results)
+            for user, (error_code, message) in answered
+        ]
+    )
