@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from integration.broker_process import BrokerProcess, free_port, uninformed_broker
+from integration.tls_files import TlsFiles
 from tidelog.zookeeper import ZooKeeperServer
 
 HEALTHCHECK = Path(sys.executable).with_name("tidelog-healthcheck")
@@ -169,3 +170,53 @@ def test_zookeeper_serving_is_healthy_and_a_closed_port_is_not(
         healthcheck("--zookeeper", f"127.0.0.1:{closed}"),
         f"ZooKeeper on 127.0.0.1:{closed}: connection refused",
     )
+
+
+PLAIN_BROKER = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'username="broker" password="broker-secret" user_broker="broker-secret";'
+)
+
+
+def test_secured_listeners_are_probed_as_the_broker_reaches_them(
+    tmp_path: Path, zk_chroot: str
+) -> None:
+    """A broker whose inter-broker listener is SASL_SSL and whose other listener wants
+    client certificates: the probe speaks TLS to both (the broker's own certificate for
+    mutual TLS) and logs in as the broker for Metadata; a certificate the probe cannot
+    trust makes the broker unhealthy, in one line."""
+    tls = TlsFiles.make(tmp_path / "tls")
+    ports = {name: free_port() for name in ("PLAINTEXT", "INTERNAL", "MTLS")}
+    broker = BrokerProcess(
+        tmp_path / "broker",
+        zk_chroot,
+        port=ports["PLAINTEXT"],
+        overrides={
+            "listeners": f"PLAINTEXT://127.0.0.1:{ports['PLAINTEXT']},"
+            f"INTERNAL://:{ports['INTERNAL']},MTLS://127.0.0.1:{ports['MTLS']}",
+            "advertised.listeners": f"INTERNAL://127.0.0.1:{ports['INTERNAL']},"
+            f"MTLS://127.0.0.1:{ports['MTLS']}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL,MTLS:SSL",
+            "inter.broker.listener.name": "INTERNAL",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "listener.name.internal.sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.internal.plain.sasl.jaas.config": PLAIN_BROKER,
+            "listener.name.mtls.ssl.client.auth": "required",
+            **tls.listener_overrides(tls.broker_keystore()),
+        },
+    ).start()
+    try:
+        result = healthcheck(str(broker.config_path))
+        assert result.returncode == 0, result.stderr
+        assert f"INTERNAL 127.0.0.1:{ports['INTERNAL']} (" in result.stdout
+        assert f"MTLS 127.0.0.1:{ports['MTLS']} (" in result.stdout
+        assert result.stdout.rstrip().endswith("and knows 1 live brokers")
+        foreign = TlsFiles.make(tmp_path / "foreign")
+        untrusting = healthcheck(
+            str(broker.config_path),
+            "--override",
+            f"ssl.truststore.location={foreign.ca_file}",
+        )
+        assert_unhealthy(untrusting, f"broker on INTERNAL 127.0.0.1:{ports['INTERNAL']}: ")
+    finally:
+        assert broker.stop() == 0, broker.log()[-3000:]

@@ -4,9 +4,17 @@
 the way ``tidelog-server`` does (the file, by default ``/etc/tidelog/server.properties``,
 then ``TIDELOG_CONFIG_*`` variables, then ``--override``) and sends an ApiVersions
 request to each of its listeners (a listener on every interface is reached on loopback),
-then a Metadata request: a broker that has had no metadata from the controller yet (one
-just started: it lists no live broker) is not healthy, for clients it would tell of an
-empty cluster. As a readiness probe, this keeps such a broker out of a Service until the
+then a Metadata request on its inter-broker listener: a broker that has had no metadata
+from the controller yet (one just started: it lists no live broker) is not healthy, for
+clients it would tell of an empty cluster.
+
+Secured listeners are probed as the broker itself would reach them: TLS with the
+listener's own ``ssl.*`` settings (its keystore is the client certificate where the
+listener wants one), without the host name check (the certificate names the broker's
+advertised addresses, the probe dials loopback); ApiVersions needs no SASL login (Kafka
+answers it before authentication), and the Metadata request logs in as the broker logs
+in to other brokers (``sasl.mechanism.inter.broker.protocol`` and the listener's JAAS
+entry). As a readiness probe, this keeps such a broker out of a Service until the
 controller has reached it.
 ``tidelog-healthcheck --listening [CONFIG] ...`` stops after ApiVersions: the broker is
 listening, whether or not the controller has reached it. The broker opens its listeners
@@ -23,12 +31,17 @@ entrypoint writes the ones of the server it started).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
 
 from tidelog.admin.connection import BrokerConnection
 from tidelog.protocol import ApiKey, ErrorCode, ProtocolError
+from tidelog.security.client_security import ClientSecurity
+from tidelog.security.listeners import inter_broker_listener, listener_specs, ssl_settings
+from tidelog.security.sasl_client import SaslAuthenticationFailed
+from tidelog.security.tls import client_context
 from tidelog.server.config import BrokerConfig, ConfigError
 from tidelog.server.env_overrides import load_config
 from tidelog.zookeeper.server import four_letter_word
@@ -49,30 +62,50 @@ def _address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def _probe_security(config: BrokerConfig, protocol: str, listener: str, *, login: bool):
+    """How the probe reaches this broker's ``listener`` on loopback (module docstring)."""
+    context = None
+    if protocol in ("SSL", "SASL_SSL"):
+        settings = ssl_settings(config, listener)
+        settings["ssl.endpoint.identification.algorithm"] = ""
+        context = client_context(settings)
+    if login and protocol.startswith("SASL_"):
+        security = ClientSecurity.for_listener(config, listener)
+        return dataclasses.replace(security, ssl_context=context)
+    return ClientSecurity(protocol, context)
+
+
 def check_broker(config: BrokerConfig, timeout: float, *, listening: bool = False) -> str:
     """Send ApiVersions to every listener of ``config``, and (unless ``listening``)
-    Metadata to the first; what was found, or raise :class:`HealthCheckError`."""
+    Metadata on the inter-broker listener; what was found, or raise
+    :class:`HealthCheckError`."""
     answers = []
     live = 0
-    for name, host, port in config.listeners:
+    metadata_listener = None if listening else inter_broker_listener(config)
+    for spec in listener_specs(config):
+        name, host, port = spec.name, spec.host, spec.port
         if port == 0:
             raise HealthCheckError(f"listener {name} has port 0: its port cannot be known")
         target = _LOOPBACK.get(host, host)
         where = f"{name} {_address(target, port)}"
+        ask_metadata = name == metadata_listener
+        security = _probe_security(config, spec.security_protocol, name, login=ask_metadata)
         try:
-            with BrokerConnection(target, port, client_id=PROG, timeout=timeout) as connection:
+            with BrokerConnection(
+                target, port, client_id=PROG, timeout=timeout, security=security
+            ) as connection:
                 body = {"client_software_name": PROG, "client_software_version": "1"}
                 response = connection.request(ApiKey.API_VERSIONS, 3, body)
-                if not answers and not listening:
+                if ask_metadata:
                     live = len(connection.request(ApiKey.METADATA, 1, {"topics": []}).brokers)
-        except (OSError, ProtocolError) as error:
+        except (OSError, ProtocolError, SaslAuthenticationFailed) as error:
             raise HealthCheckError(f"broker on {where}: {_reason(error)}") from None
         if response.error_code != ErrorCode.NONE:
             code = ErrorCode(response.error_code).name
             raise HealthCheckError(f"broker on {where} answered ApiVersions with {code}")
         if not any(item.api_key == ApiKey.API_VERSIONS for item in response.api_keys):
             raise HealthCheckError(f"broker on {where} answered ApiVersions without ApiVersions")
-        if not live and not listening:
+        if ask_metadata and not live:
             raise HealthCheckError(
                 f"broker on {where} has no metadata from the controller yet (it lists no "
                 "live broker)"
