@@ -73,9 +73,12 @@ __all__ = [
     "SASL_RATIO_METRIC",
     "SecureSession",
     "broker_security_settings",
+    "client_properties",
     "crowd_acls",
     "goal_lines",
+    "librdkafka_config",
     "s15_security",
+    "scram_connections_per_second",
     "settings_line",
 ]
 
@@ -90,7 +93,9 @@ ACL_TOPIC = "s15-acl"
 CONNECTIONS_CASE = f"{MECHANISM} connections over SASL_SSL"
 
 
-def broker_security_settings(plaintext_port: int, sasl_port: int, keystore: Path, password: str):
+def broker_security_settings(
+    plaintext_port: int, sasl_port: int, keystore: Path, password: str
+) -> dict[str, str]:
     """The security settings of S15's broker, Kafka's keys, the same for both systems."""
     return {
         "listeners": f"PLAINTEXT://127.0.0.1:{plaintext_port},SASL_SSL://127.0.0.1:{sasl_port}",
