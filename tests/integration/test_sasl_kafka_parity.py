@@ -1,7 +1,8 @@
 """SASL answers compared with Apache Kafka 3.9's: the same listener settings and users on
 a tidelog broker and on a Kafka broker (ZooKeeper mode), the same exchanges, the same
 error codes and messages (a refused client learns no more from tidelog than from Kafka),
-and the same connections closed."""
+and the same connections closed; the SCRAM credential and delegation token APIs
+likewise."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import pytest
 from kazoo.client import KazooClient
 
 from integration.broker_process import BrokerProcess, free_port
-from integration.sasl_setup import MECHANISMS, sasl_listener_overrides
+from integration.sasl_setup import MECHANISMS, SCRAM_MODULE, jaas, sasl_listener_overrides
 from integration.test_acl_apis import KafkaBroker
 from kafka_reference.tools import run_kafka_tool
 from tidelog.admin.connection import BrokerConnection
 from tidelog.protocol import ApiKey
+from tidelog.security.client_security import ClientSecurity
 from tidelog.security.sasl_client import ScramClient, plain_client_token
 from waiting import wait_until
 
@@ -44,6 +46,7 @@ def target(request, tmp_path_factory, zookeeper):
             "listeners": f"PLAINTEXT://127.0.0.1:{plaintext},SASL_PLAINTEXT://127.0.0.1:{sasl}",
             "inter.broker.listener.name": "PLAINTEXT",
             "connection.failed.authentication.delay.ms": "0",
+            "delegation.token.secret.key": "token-secret",
             **sasl_listener_overrides("SASL_PLAINTEXT", MECHANISMS, USERS),
         },
     ).start()
@@ -211,3 +214,87 @@ def test_scram_credential_answers_are_kafkas(target, kafkas_answers, case) -> No
         assert kafkas_answers[case] == answers
     else:
         kafkas_answers[case] = answers
+
+
+ALICE = ClientSecurity.from_properties(
+    {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": jaas(SCRAM_MODULE, "alice", "alice-secret"),
+    }
+)
+DAY_MS, WEEK_MS = 86400000, 604800000
+
+
+def user(name):
+    return {"principal_type": "User", "principal_name": name}
+
+
+def token_story(broker) -> list:
+    """Delegation token requests and what of their answers both brokers must agree on
+    (ids, HMACs and times differ: only their shapes are kept)."""
+    told: list = []
+    with BrokerConnection("127.0.0.1", broker.port) as plaintext:
+        told.append(
+            plaintext.request(
+                ApiKey.CREATE_DELEGATION_TOKEN, 3, {"renewers": [], "max_lifetime_ms": -1}
+            ).error_code
+        )
+    with BrokerConnection("127.0.0.1", broker.sasl_port, security=ALICE) as alice:
+
+        def create(version, **body):
+            answer = alice.request(
+                ApiKey.CREATE_DELEGATION_TOKEN,
+                version,
+                {"renewers": [], "max_lifetime_ms": -1, **body},
+            )
+            told.append(
+                (
+                    answer.error_code,
+                    answer.principal_name,
+                    answer.max_timestamp_ms - answer.issue_timestamp_ms,
+                    answer.expiry_timestamp_ms - answer.issue_timestamp_ms,
+                )
+            )
+            return answer.hmac
+
+        def describe(owners):
+            answer = alice.request(ApiKey.DESCRIBE_DELEGATION_TOKEN, 3, {"owners": owners})
+            told.append(
+                (
+                    answer.error_code,
+                    sorted(
+                        (t.principal_name, t.token_requester_principal_name, len(t.renewers))
+                        for t in answer.tokens
+                    ),
+                )
+            )
+
+        def renew(api_key, hmac, period):
+            body = {"hmac": hmac}
+            body[
+                "renew_period_ms"
+                if api_key == ApiKey.RENEW_DELEGATION_TOKEN
+                else "expiry_time_period_ms"
+            ] = period
+            told.append(alice.request(api_key, 2, body).error_code)
+
+        create(3, renewers=[{"principal_type": "Group", "principal_name": "g"}])
+        for_bob = create(3, owner_principal_type="User", owner_principal_name="bob")
+        mine = create(3, renewers=[user("bob")], max_lifetime_ms=2 * DAY_MS)
+        renew(ApiKey.RENEW_DELEGATION_TOKEN, b"no such hmac", -1)
+        renew(ApiKey.RENEW_DELEGATION_TOKEN, for_bob, -1)
+        describe(None)
+        describe([])
+        describe([user("bob")])
+        renew(ApiKey.EXPIRE_DELEGATION_TOKEN, mine, -1)
+        describe(None)
+    return told
+
+
+def test_delegation_token_answers_are_kafkas(target, kafkas_answers) -> None:
+    answers = token_story(target)
+    if isinstance(target, KafkaBroker):
+        assert kafkas_answers["tokens"] == answers
+    else:
+        kafkas_answers["tokens"] = answers

@@ -6,16 +6,18 @@ Without ``delegation.token.secret.key`` every one is DELEGATION_TOKEN_AUTH_DISAB
 token may be asked for, renewed, expired or described only by a principal authenticated
 otherwise than by a token, on a connection that authenticates it (SASL, or TLS with a
 client certificate): else DELEGATION_TOKEN_REQUEST_NOT_ALLOWED. Create: the owner is the
-requester (a token for another owner needs the CreateTokens right of Kafka's ACLs, which
-the authorizer does not give here: DELEGATION_TOKEN_AUTHORIZATION_FAILED); renewers are
-users (else INVALID_PRINCIPAL_TYPE); the lifetime is at most
+requester, or another one when the authorizer (if any) gives CreateTokens on that user
+(else DELEGATION_TOKEN_AUTHORIZATION_FAILED); renewers are users (else
+INVALID_PRINCIPAL_TYPE); the lifetime is at most
 ``delegation.token.max.lifetime.ms`` and the first expiry
 ``delegation.token.expiry.time.ms`` away. Renew and expire find the token by its HMAC
 (DELEGATION_TOKEN_NOT_FOUND), only for its owner or a renewer
 (DELEGATION_TOKEN_OWNER_MISMATCH) and while it has not expired
 (DELEGATION_TOKEN_EXPIRED); a negative expiry period expires it at once (the token is
-deleted). Describe lists the unexpired tokens the principal owns or renews, of the owners
-asked for (all when null, none when empty).
+deleted). Describe lists the unexpired tokens of the owners asked for (a token is an
+owner's when it owns or renews it; all when null, none when empty) that the principal
+owns or renews, or may describe (Describe on the token or DescribeTokens on its owner;
+anyone, without an authorizer).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import time
 
 from tidelog.protocol import ApiKey, response_class
 from tidelog.protocol.errors import ErrorCode
+from tidelog.security.acls import AclOperation, ResourceType
 from tidelog.security.delegation_tokens import TokenInfo, TokenZnodes, new_token_id
 from tidelog.security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
 
@@ -46,9 +49,7 @@ def _now_ms() -> int:
 
 
 def _refusal(broker, context) -> int | None:
-    """Why no token request is served on this connection, or None."""
-    if broker.delegation_tokens is None:
-        return ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
+    """Why no token request is served on this connection, or None (Kafka's order)."""
     authenticator = context.authenticator
     if (
         context.security_protocol == "PLAINTEXT"
@@ -56,7 +57,31 @@ def _refusal(broker, context) -> int | None:
         or (authenticator is not None and authenticator.token_authenticated)
     ):
         return ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
+    if broker.delegation_tokens is None:
+        return ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
     return None
+
+
+def _allowed(broker, context, operation, resource_type, name: str) -> bool:
+    """Kafka's check of a right the token APIs need: granted without an authorizer."""
+    authorizer = broker.authorizer
+    return authorizer is None or authorizer.authorize(
+        context.principal, context.peer_host, operation, resource_type, name
+    )
+
+
+def _describable(broker, context, token: TokenInfo) -> bool:
+    """Its owner and renewers may describe a token; others need Describe on it, or
+    DescribeTokens on its owner."""
+    return (
+        token.may_renew(context.principal)
+        or _allowed(
+            broker, context, AclOperation.DESCRIBE, ResourceType.DELEGATION_TOKEN, token.token_id
+        )
+        or _allowed(
+            broker, context, AclOperation.DESCRIBE_TOKENS, ResourceType.USER, str(token.owner)
+        )
+    )
 
 
 def _created(error_code: int, context, token: TokenInfo | None = None, hmac: bytes = b""):
@@ -77,22 +102,27 @@ def _created(error_code: int, context, token: TokenInfo | None = None, hmac: byt
 
 async def handle_create_delegation_token(broker, header, request, context):
     refusal = _refusal(broker, context)
-    if refusal is not None:
+    if refusal == ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED:
         return _created(refusal, context)
     requester = context.principal
+    owner = requester
     if header.request_api_version >= 3 and request.owner_principal_name:
         owner = KafkaPrincipal(request.owner_principal_type, request.owner_principal_name)
-        if owner != requester:
+        if owner != requester and not _allowed(
+            broker, context, AclOperation.CREATE_TOKENS, ResourceType.USER, str(owner)
+        ):
             return _created(ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED, context)
     renewers = tuple(KafkaPrincipal(r.principal_type, r.principal_name) for r in request.renewers)
     if any(r.principal_type != USER_TYPE for r in renewers):
         return _created(ErrorCode.INVALID_PRINCIPAL_TYPE, context)
+    if refusal is not None:  # Kafka checks the rest first
+        return _created(refusal, context)
     config, now = broker.config, _now_ms()
     longest = config["delegation.token.max.lifetime.ms"]
     lifetime = longest if request.max_lifetime_ms <= 0 else min(request.max_lifetime_ms, longest)
     token = TokenInfo(
         new_token_id(),
-        requester,
+        owner,
         requester,
         renewers,
         now,
@@ -113,7 +143,8 @@ def _renewable(broker, context, hmac: bytes) -> tuple[int, TokenInfo | None]:
         return ErrorCode.DELEGATION_TOKEN_NOT_FOUND, None
     if not token.may_renew(context.principal):
         return ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH, None
-    if token.expiry_timestamp < _now_ms():
+    now = _now_ms()
+    if token.max_timestamp < now or token.expiry_timestamp < now:
         return ErrorCode.DELEGATION_TOKEN_EXPIRED, None
     return ErrorCode.NONE, token
 
@@ -191,7 +222,7 @@ async def handle_describe_delegation_token(broker, header, request, context):
         )
         for token in sorted(cache.tokens(), key=lambda t: t.issue_timestamp)
         if token.expiry_timestamp >= now
-        and (owners is None or token.owner in owners)
-        and token.may_renew(context.principal)
+        and (owners is None or any(token.may_renew(owner) for owner in owners))
+        and _describable(broker, context, token)
     ]
     return DescribeResponse(error_code=ErrorCode.NONE, tokens=described)
