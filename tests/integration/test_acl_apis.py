@@ -338,6 +338,23 @@ ROWS = {
         _topic_code("topics"),
         [([], E.TOPIC_AUTHORIZATION_FAILED), ([(topic("acl-new"), OP.CREATE)], E.NONE)],
     ),
+    "create topics, configs shown to whom may describe them": Row(
+        ApiKey.CREATE_TOPICS,
+        7,
+        {
+            "topics": [{"name": "acl-new", "num_partitions": 1, "replication_factor": 1}],
+            "timeout_ms": 10000,
+            "validate_only": True,
+        },
+        lambda response: (
+            response.topics[0].error_code,
+            response.topics[0].topic_config_error_code,
+        ),
+        [
+            ([(topic("acl-new"), OP.CREATE)], (E.NONE, E.TOPIC_AUTHORIZATION_FAILED)),
+            ([(topic("acl-new"), OP.DESCRIBE_CONFIGS)], (E.NONE, E.NONE)),
+        ],
+    ),
     "delete a missing topic": Row(
         ApiKey.DELETE_TOPICS,
         5,

@@ -279,9 +279,11 @@ async def metadata(access, handler, broker, header, request, context):
 
 
 async def create_topics(access, handler, broker, header, request, context):
+    """Create on the cluster or on each topic; a created topic's configs (v5+) are shown
+    to whom may DescribeConfigs it, else its topic_config_error_code says why not."""
     cls = response_class(ApiKey.CREATE_TOPICS)
     on_cluster = access.on_cluster(OP.CREATE)
-    return await per_item(
+    response = await per_item(
         handler,
         broker,
         header,
@@ -299,6 +301,13 @@ async def create_topics(access, handler, broker, header, request, context):
             configs=None,
         ),
     )
+    for result in response.topics:
+        if result.error_code == ErrorCode.NONE and not access.allows(
+            OP.DESCRIBE_CONFIGS, TOPIC, result.name
+        ):
+            result.topic_config_error_code = TOPIC_DENIED
+            result.configs = []
+    return response
 
 
 async def delete_topics(access, handler, broker, header, request, context):
