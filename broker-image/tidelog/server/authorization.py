@@ -21,6 +21,7 @@ from their own state (Metadata's every-topic listing) call :func:`describable_to
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 
 from tidelog.protocol import ApiKey
@@ -40,6 +41,7 @@ __all__ = [
     "describable_cluster",
     "describable_topics",
     "handle_authorized",
+    "kafka_host",
 ]
 
 OP = AclOperation
@@ -70,13 +72,28 @@ SUPPORTED_OPERATIONS = {
 }
 
 
+def kafka_host(peer_host: str) -> str:
+    """A client's address as Kafka's authorizer matches ACL hosts against it (Java's
+    ``InetAddress.getHostAddress``): IPv4 as it is, IPv6 in eight groups without leading
+    zeros and without ``::`` (``::1`` is ``0:0:0:0:0:0:0:1``)."""
+    if ":" not in peer_host:
+        return peer_host
+    address, _, scope = peer_host.partition("%")
+    try:
+        groups = ipaddress.IPv6Address(address).exploded.split(":")
+    except ValueError:
+        return peer_host
+    text = ":".join(f"{int(group, 16):x}" for group in groups)
+    return f"{text}%{scope}" if scope else text
+
+
 class Access:
     """One request's principal and host, asked about resources."""
 
     def __init__(self, broker, context):
         self.authorizer = broker.authorizer
         self.principal = str(context.principal)
-        self.host = context.peer_host
+        self.host = kafka_host(context.peer_host)
 
     def allows(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
         return self.authorizer.authorize(self.principal, self.host, operation, resource_type, name)
