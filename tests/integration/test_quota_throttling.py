@@ -25,6 +25,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
 from integration.cluster import Cluster
+from kafka_reference.tools import run_kafka_tool
 from tidelog.admin.connection import BrokerConnection
 from tidelog.protocol import ApiKey
 from tidelog.records.builder import build_batch
@@ -277,3 +278,44 @@ def test_a_client_over_its_request_percentage_is_throttled_and_another_is_not(cl
         assert all(
             idle.request(ApiKey.METADATA, None, metadata).throttle_time_ms == 0 for _ in range(50)
         )
+
+
+def test_kafka_producer_perf_test_is_held_to_its_byte_rate(cluster):
+    """Kafka's own Java producer (``kafka-producer-perf-test.sh``), which waits out the
+    throttle times it is told: its records a second, over its whole run, at the quota."""
+    cluster.create_topic("java-produced", partitions=1)
+    set_client_quota(cluster, "java-throttled", "producer_byte_rate", QUOTA)
+    # the quota in force (its notification read) before the run starts
+    body = {
+        "acks": 1,
+        "timeout_ms": 5000,
+        "topic_data": [
+            {
+                "name": "java-produced",
+                "partition_data": [
+                    {"index": 0, "records": build_batch([(None, b"x" * 2 * QUOTA)])}
+                ],
+            }
+        ],
+    }
+    port = cluster.brokers[1].port
+    with BrokerConnection("127.0.0.1", port, client_id="java-throttled", timeout=30) as probe:
+        wait_until(
+            lambda: probe.request(ApiKey.PRODUCE, None, body).throttle_time_ms > 0,
+            "the quota of java-throttled in force",
+        )
+    records = 25 * QUOTA // len(VALUE)
+    result = run_kafka_tool(
+        "kafka-producer-perf-test",
+        *("--topic", "java-produced", "--num-records", str(records)),
+        *("--record-size", str(len(VALUE)), "--throughput", "-1"),
+        "--producer-props",
+        f"bootstrap.servers={cluster.bootstrap}",
+        "client.id=java-throttled",
+        f"batch.size={BATCH_BYTES}",
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr
+    summary = result.stdout.strip().splitlines()[-1]
+    per_second = float(summary.split(" records sent, ")[1].split(" records/sec")[0])
+    assert per_second * len(VALUE) == pytest.approx(QUOTA, rel=0.1), summary
