@@ -10,6 +10,7 @@ cluster's own requests and the tool's pass, and an ACL on a topic shows at once.
 from __future__ import annotations
 
 import io
+import subprocess
 
 import pytest
 
@@ -17,6 +18,7 @@ from integration.cluster import Cluster
 from kafka_reference.tools import run_kafka_tool
 from tidelog.cli.acls import main as acls_main
 from tidelog.protocol.errors import ErrorCode
+from tidelog.server.process import TIDELOG_SERVER
 from waiting import wait_until
 
 AUTHORIZER = {
@@ -181,3 +183,17 @@ def test_tidelog_acls_prints_what_kafka_acls_prints(cluster):
         *bootstrap, "--remove", "--force", "--topic", "acl-prod", "--transactional-id", "acl-tx"
     )
     assert kafka_acls(*bootstrap, "--list") == ""
+
+
+def test_the_server_refuses_an_unknown_authorizer_in_one_line(tmp_path):
+    """(Before ZooKeeper is asked: the configuration is read first.)"""
+    config = tmp_path / "server.properties"
+    config.write_text(
+        "zookeeper.connect=127.0.0.1:1\nauthorizer.class.name=com.example.MyAuthorizer\n"
+        f"log.dirs={tmp_path / 'data'}\n"
+    )
+    result = subprocess.run(
+        [str(TIDELOG_SERVER), str(config)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "com.example.MyAuthorizer" in result.stderr.splitlines()[-1]
