@@ -177,6 +177,8 @@ TOPIC_RANGES = {
 }
 BROKER_RANGES = {
     "num.partitions": (1, None),
+    "max.connections": (0, None),
+    "max.connections.per.ip": (0, None),
     "message.max.bytes": (0, None),
     "socket.request.max.bytes": (1, None),
     "connection.failed.authentication.delay.ms": (0, None),
@@ -272,6 +274,10 @@ MEMBERS = {
 MEMBERS["follower.replication.throttled.replicas"] = MEMBERS[
     "leader.replication.throttled.replicas"
 ]
+MEMBERS["max.connections.per.ip.overrides"] = (
+    *("", "127.0.0.1:5", "localhost:5,127.0.0.1:7", " 127.0.0.1 : 5 ", "no-such-host:3"),
+    *("127.0.0.1", "127.0.0.1:x", "a:1:2", "127.0.0.1:-1", "127.0.0.1:99999999999", ","),
+)
 MEMBERS["log.cleanup.policy"] = MEMBERS["cleanup.policy"]
 MEMBERS["log.message.timestamp.type"] = MEMBERS["message.timestamp.type"]
 MEMBERS["log.message.format.version"] = VERSIONS

@@ -66,6 +66,7 @@ from tidelog.security.acl_store import AclChangeFollower, AclStore
 from tidelog.security.authenticator import AuthenticatorFactory
 from tidelog.security.authorizer import AclAuthorizer, parse_super_users
 from tidelog.security.client_security import ClientSecurity
+from tidelog.security.connection_limits import LimitsOfConfig
 from tidelog.security.delegation_tokens import (
     DelegationTokenCache,
     TokenChangeFollower,
@@ -321,6 +322,7 @@ class Broker:
         """Bind the listeners, leave the ISRs of partitions this broker lost, register
         in ``/brokers/ids``; on failure, undo what was started."""
         config = self.config
+        self._connection_limits = LimitsOfConfig()
         self.network = SocketServer(
             self.dispatcher,
             max_request_bytes=config["socket.request.max.bytes"],
@@ -328,6 +330,7 @@ class Broker:
             send_buffer_bytes=config["socket.send.buffer.bytes"],
             receive_buffer_bytes=config["socket.receive.buffer.bytes"],
             bursts=self.dispatcher,
+            limits=lambda: self._connection_limits(self.config),
         )
         try:
             self.listener_security = ListenerSecurity(config)

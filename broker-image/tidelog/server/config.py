@@ -31,6 +31,7 @@ from pathlib import Path
 
 from tidelog.protocol.admin_enums import ConfigSource
 from tidelog.security.authorizer_configs import AUTHORIZER_KEYS
+from tidelog.security.connection_limits import CONNECTION_LIMIT_KEYS, parse_ip_overrides
 from tidelog.security.listener_configs import LISTENER_KEYS
 from tidelog.security.listeners import check_listeners, parse_listener, prefixed_key_base
 from tidelog.security.quota_configs import QUOTA_KEYS
@@ -231,6 +232,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = keys_by_name(
     *AUTHORIZER_KEYS,
     *QUOTA_KEYS,
     *ZOOKEEPER_SECURITY_KEYS,
+    *CONNECTION_LIMIT_KEYS,
 )
 
 # Broker-wide log.* keys → the topic config each one is the default of (Kafka's mapping).
@@ -442,6 +444,7 @@ class BrokerConfig:
     def _check_as_kafka_config(self) -> None:
         """The checks of Kafka 3.9's KafkaConfig between keys (each key's own type and
         range are checked as it is parsed): each problem names the key and its value."""
+        ip_overrides = parse_ip_overrides(self["max.connections.per.ip.overrides"])
         for key, value, problem in (
             (
                 "broker.id",
@@ -474,6 +477,11 @@ class BrokerConfig:
                 <= self["connections.max.idle.ms"]
                 <= self["connection.failed.authentication.delay.ms"],
             ),
+            (
+                "max.connections.per.ip",
+                self["max.connections.per.ip"],
+                self["max.connections.per.ip"] == 0 and not ip_overrides,
+            ),
         ):
             if problem:
                 rule = _KAFKA_RULES[key].format(
@@ -496,6 +504,8 @@ _KAFKA_RULES = {
     "replica.fetch.wait.max.ms": "must be at most replica.lag.time.max.ms",
     "connections.max.idle.ms": "must be negative (no limit) or more than "
     "connection.failed.authentication.delay.ms={delay}",
+    "max.connections.per.ip": "can be set to zero only if max.connections.per.ip.overrides "
+    "is set",
 }
 
 

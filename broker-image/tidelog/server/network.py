@@ -42,11 +42,15 @@ with it to :meth:`BurstHandler.handle_burst`, which answers all at once (a burst
 commits costs one append), and their responses leave together. Handling starts in
 request order and the answers leave in it, as for requests handled alone.
 
-A listener may speak TLS (``listen(..., ssl_context)``): asyncio runs the handshake, and
-the connection reaches this layer once it is done, with its security protocol and, when
-the client sent a certificate, the principal that certificate maps to in its context.
-Through TLS a file slice cannot go by ``sendfile``: asyncio reads and writes it instead,
-by itself.
+A connection is admitted as it is accepted, before anything else: past one of the
+connection limits (``limits``, :mod:`tidelog.security.connection_limits`) it is closed at
+once, with one log line. A listener may speak TLS (``listen(..., ssl_context)``): the
+connection runs the handshake first (asyncio's ``start_tls``) and serves requests once it
+is done, with its security protocol and, when the client sent a certificate, the
+principal that certificate maps to in its context; a handshake that fails (a client
+that does not speak TLS, sends garbage, or presents a certificate nobody trusts) closes
+that connection with one log line, and no other connection notices. Through TLS a file
+slice cannot go by ``sendfile``: asyncio reads and writes it instead, by itself.
 
 One module, though past 500 lines: the listener (:class:`SocketServer`) and its
 connections (:class:`_Connection`) share one contract (one request in flight, read-ahead,
@@ -67,6 +71,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tidelog.security.connection_limits import ConnectionCounts, ConnectionLimits
 from tidelog.security.principal import ANONYMOUS, KafkaPrincipal
 from tidelog.storage.file_records import FileSlice
 
@@ -154,9 +159,14 @@ class SocketServer:
         send_buffer_bytes: int = -1,
         receive_buffer_bytes: int = -1,
         bursts: BurstHandler | None = None,
+        limits: Callable[[], ConnectionLimits] = ConnectionLimits,
+        tls_handshake_timeout_s: float = 10.0,
     ):
         self.handler = handler
         self.bursts = bursts
+        self.limits = limits
+        self.counts = ConnectionCounts()
+        self.tls_handshake_timeout_s = tls_handshake_timeout_s
         self.max_request_bytes = max_request_bytes
         self.idle_timeout = idle_timeout_ms / 1000 if idle_timeout_ms >= 0 else None
         self._send_buffer = send_buffer_bytes
@@ -181,14 +191,20 @@ class SocketServer:
         is done; ``principal_of`` names the principal of a client's certificate (a
         certificate it refuses, with ValueError, closes the connection)."""
         server = await asyncio.get_running_loop().create_server(
-            lambda: _Connection(self, name, security_protocol, principal_of),
+            lambda: _Connection(self, name, security_protocol, ssl_context, principal_of),
             host or None,
             port,
             reuse_address=True,
-            ssl=ssl_context,
         )
         self._servers.append(server)
         return server.sockets[0].getsockname()[1]
+
+    def admit(self, listener: str, address: str) -> bool:
+        """Count a connection just accepted, or refuse it (logged) past a limit."""
+        refusal = self.counts.admit(self.limits(), listener, address)
+        if refusal is not None:
+            logger.info("refused a connection on %s: %s", listener, refusal)
+        return refusal is None
 
     def opened(self, connection: _Connection, sock) -> None:
         """A connection came: set its socket's options, and watch it for idleness."""
@@ -270,12 +286,16 @@ class _Connection(asyncio.Protocol):
         server: SocketServer,
         listener: str,
         security_protocol: str = "PLAINTEXT",
+        ssl_context: ssl.SSLContext | None = None,
         principal_of: PrincipalOf | None = None,
     ):
         self._server = server
         self._listener = listener
         self._security_protocol = security_protocol
+        self._ssl_context = ssl_context
         self._principal_of = principal_of
+        self._admitted: str | None = None  # the client address counted, until lost
+        self._handshaking = False  # TLS: until the handshake is done
         self._loop = asyncio.get_running_loop()
         self._transport: asyncio.Transport | None = None
         self.context: ConnectionContext | None = None
@@ -294,14 +314,57 @@ class _Connection(asyncio.Protocol):
     # -- asyncio's callbacks ------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.Transport) -> None:
-        self._transport = transport
+        """Accepted: admitted within the limits, then served at once, or once its TLS
+        handshake is done."""
         peer = transport.get_extra_info("peername") or ("?", 0)
+        if not self._server.admit(self._listener, peer[0]):
+            transport.abort()
+            return
+        self._admitted = peer[0]
+        self._transport = transport
         self.context = ConnectionContext(
             self._listener, peer[0], peer[1], security_protocol=self._security_protocol
         )
         self._server.opened(self, transport.get_extra_info("socket"))
+        if self._ssl_context is not None:
+            self._handshaking = True
+            transport.pause_reading()  # the handshake's bytes are start_tls's
+            self._task = self._loop.create_task(self._handshake(transport))
+
+    async def _handshake(self, transport: asyncio.Transport) -> None:
+        """TLS over the accepted connection; a failure closes it with one log line (Kafka
+        logs it as a failed authentication), a cancellation (closing, idleness) quietly."""
+        try:
+            secured = await self._loop.start_tls(
+                transport,
+                self,
+                self._ssl_context,
+                server_side=True,
+                ssl_handshake_timeout=self._server.tls_handshake_timeout_s,
+            )
+        except (OSError, TimeoutError) as error:
+            logger.info(
+                "failed authentication with %s (SSL handshake failed: %s)",
+                self.context.peer_host,
+                str(error) or type(error).__name__,
+            )
+            transport.abort()
+            self.connection_lost(error)
+            return
+        except asyncio.CancelledError:
+            transport.abort()
+            self.connection_lost(None)
+            return
+        self._transport, self._handshaking, self._task = secured, False, None
         if self._principal_of is not None:
             self._take_certificate_principal()
+        if self._buffer:  # requests that came with the handshake's last flight
+            self._serve()
+
+    def _release(self) -> None:
+        if self._admitted is not None:
+            self._server.counts.release(self._listener, self._admitted)
+            self._admitted = None
 
     def _take_certificate_principal(self) -> None:
         """The principal of the client's certificate, if it sent one (else it stays
@@ -317,6 +380,8 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._buffer += data
+        if self._handshaking:  # decrypted before start_tls returned: served after it
+            return
         if self._task is None and not self._writing_paused:
             self._serve()
         else:
@@ -341,6 +406,9 @@ class _Connection(asyncio.Protocol):
             self._serve()
 
     def connection_lost(self, error: Exception | None) -> None:
+        """The connection is gone (also called once by a failed TLS handshake: asyncio
+        may or may not tell of it then)."""
+        self._release()
         self._server.closed(self)
         if self._unmute is not None:
             self._unmute.cancel()
