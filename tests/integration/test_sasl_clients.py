@@ -8,7 +8,6 @@ not enable fail with each library's usual error, and the broker serves the other
 from __future__ import annotations
 
 import asyncio
-import logging
 import ssl
 import struct
 from pathlib import Path
@@ -235,23 +234,30 @@ def test_kafka_python(sasl_broker, listener, mechanism) -> None:
 @pytest.mark.parametrize(
     ("listener", "mechanism", "password", "refusal"),
     [
-        ("SASL", "SCRAM-SHA-256", "wrong", REFUSALS["SCRAM-SHA-256"]),
-        ("SASL", "PLAIN", "wrong", REFUSALS["PLAIN"]),
-        ("PLAINONLY", "SCRAM-SHA-256", None, "UnsupportedSaslMechanismError"),
+        ("SASL", "SCRAM-SHA-256", "wrong", "Invalid client credentials"),
+        ("SASL", "PLAIN", "wrong", "Authentication failed: Invalid username or password"),
+        ("PLAINONLY", "SCRAM-SHA-256", None, "unsupported SASL mechanism 'SCRAM-SHA-256'"),
     ],
 )
-def test_kafka_python_refused(sasl_broker, caplog, listener, mechanism, password, refusal) -> None:
-    """kafka-python logs the refusal of each bootstrap attempt, then gives up."""
-    with (
-        caplog.at_level(logging.WARNING, logger="kafka"),
-        pytest.raises(kafka.errors.KafkaTimeoutError, match="Unable to bootstrap"),
-    ):
+def test_kafka_python_refused(sasl_broker, listener, mechanism, password, refusal) -> None:
+    """kafka-python never gets in: it gives up bootstrapping, and the broker logged each
+    refused attempt. (Which error kafka-python logs is its own race: the broker closes the
+    connection right after its refusal, as Kafka does, and kafka-python 3.0 drops data
+    that arrives together with the close. The refusals themselves are compared with
+    Kafka's in test_sasl_kafka_parity.)"""
+    logged = len(sasl_broker.log().splitlines())
+    with pytest.raises(kafka.errors.KafkaTimeoutError, match="Unable to bootstrap"):
         KafkaProducer(
             bootstrap_servers=address(sasl_broker, listener),
             bootstrap_timeout_ms=2000,
             **kafka_python_sasl(mechanism, password=password),
         )
-    assert refusal in caplog.text
+    failures = [
+        line
+        for line in sasl_broker.log().splitlines()[logged:]
+        if "Failed authentication with client at 127.0.0.1:" in line
+    ]
+    assert failures and all(f" on {listener} ({refusal})" in line for line in failures), failures
     assert logs_in(sasl_broker.sasl_ports["SASL"], "SCRAM-SHA-256", "bob", USERS["bob"])
 
 

@@ -6,15 +6,19 @@ likewise."""
 
 from __future__ import annotations
 
+import socket
+import struct
+
 import pytest
 from kazoo.client import KazooClient
 
 from integration.broker_process import BrokerProcess, free_port
+from integration.clients import read_frame
 from integration.sasl_setup import MECHANISMS, SCRAM_MODULE, jaas, sasl_listener_overrides
 from integration.test_acl_apis import KafkaBroker
 from kafka_reference.tools import run_kafka_tool
 from tidelog.admin.connection import BrokerConnection
-from tidelog.protocol import ApiKey
+from tidelog.protocol import ApiKey, RequestHeader, encode_request
 from tidelog.security.client_security import ClientSecurity
 from tidelog.security.sasl_client import ScramClient, plain_client_token
 from waiting import wait_until
@@ -150,6 +154,37 @@ def test_sasl_answers_are_kafkas(target, kafkas_answers, case) -> None:
         assert tidelogs == answers, f"{case}: tidelog {tidelogs}, Kafka {answers}"
     else:
         kafkas_answers[case] = answers
+
+
+def _frame(api_key: ApiKey, version: int, body: dict, correlation_id: int) -> bytes:
+    header = RequestHeader(
+        request_api_key=int(api_key),
+        request_api_version=version,
+        correlation_id=correlation_id,
+        client_id="parity",
+    )
+    request = encode_request(header, body)
+    return struct.pack(">i", len(request)) + request
+
+
+REFUSED_EXCHANGES = {
+    "wrong password": [
+        (ApiKey.SASL_HANDSHAKE, {"mechanism": "PLAIN"}),
+        (ApiKey.SASL_AUTHENTICATE, {"auth_bytes": plain_client_token("alice", "nope")}),
+    ],
+    "unknown mechanism": [(ApiKey.SASL_HANDSHAKE, {"mechanism": "GSSAPI"})],
+}
+
+
+@pytest.mark.parametrize("exchange", REFUSED_EXCHANGES)
+def test_a_refused_exchange_is_closed_right_after_its_answer(target, exchange) -> None:
+    """The connection ends once the refusal is written, without waiting for the client's
+    next request, on both brokers."""
+    with socket.create_connection(("127.0.0.1", target.sasl_port), timeout=20) as sock:
+        for correlation_id, (api_key, body) in enumerate(REFUSED_EXCHANGES[exchange], 1):
+            sock.sendall(_frame(api_key, 1, body, correlation_id))
+            assert read_frame(sock) is not None  # answered
+        assert sock.recv(1) == b""  # then closed
 
 
 def test_sasl_requests_on_a_plaintext_listener(target, kafkas_answers) -> None:

@@ -25,9 +25,8 @@ Before authentication a frame above ``sasl.server.max.receive.size`` closes the
 connection. A failed exchange is answered (SASL_AUTHENTICATION_FAILED, with no more
 reason than Kafka gives, see :mod:`tidelog.security.sasl.mechanism`) only after
 ``connection.failed.authentication.delay.ms``; raw tokens get no answer, the connection
-is closed after the delay. (A connection failed after a SaslAuthenticate answer is
-closed by the client, as Kafka's clients do on that error, or at its next request: Kafka
-closes it right after the answer.) KIP-368: SaslAuthenticate v1+ tells the client its session's
+is closed after the delay. A failed connection is closed once its answer is written, as
+Kafka closes it. KIP-368: SaslAuthenticate v1+ tells the client its session's
 lifetime; a client that re-authenticates within it goes on, one that does not is closed
 at its next request.
 
@@ -278,6 +277,7 @@ class ConnectionAuthenticator:
 
     def _fail(self, reason: str, *, logged: bool = True) -> None:
         self.state = State.FAILED
+        self._context.close_after_answer = True
         if logged:
             logger.info("Failed authentication with %s (%s)", self._where(), reason)
 

@@ -135,6 +135,9 @@ class ConnectionContext:
     # The event loop's time until which the connection reads no request (a quota's
     # throttle, KIP-219: the answer leaves at once, the client's next request waits).
     muted_until: float = 0.0
+    # Set by a handler whose answer is the connection's last (a failed SASL exchange):
+    # the connection closes once that answer is written.
+    close_after_answer: bool = False
 
 
 class BurstHandler(Protocol):
@@ -507,6 +510,9 @@ class _Connection(asyncio.Protocol):
             self._task = self._loop.create_task(self._go_on(self._write(pieces)))
         else:
             self._held.extend(pieces)
+            if self.context.close_after_answer:
+                self._flush()
+                self._transport.close()
 
     # -- reading ------------------------------------------------------------------------
 
