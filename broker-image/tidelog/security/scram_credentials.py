@@ -7,9 +7,9 @@ the user's config znode, ``/config/users/<user>``, under the mechanism's name::
 
     {"version":1,"config":{"SCRAM-SHA-512":"salt=<b64>,stored_key=<b64>,server_key=<b64>,iterations=4096"}}
 
-The same znode holds the user's quotas (``producer_byte_rate``...): a write reads the
-znode first and keeps its other keys, then announces the change in ``/config/changes``
-(``users/<user>``, the name sanitized as Kafka writes it), so that every broker reads it again.
+The same znode holds the user's quotas (``producer_byte_rate``...); writing it is
+:mod:`tidelog.security.scram_store`'s, so that this module, which clients use too
+(:mod:`tidelog.security.sasl_client`), needs no ZooKeeper client.
 
 Passwords are UTF-8 bytes as Kafka uses them (no SASLprep).
 """
@@ -20,18 +20,14 @@ import base64
 import hashlib
 import hmac
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-
-from tidelog.controller.zk_configs import ConfigZnodes
-from tidelog.server.entity_configs import USERS, sanitize
 
 __all__ = [
     "MAX_ITERATIONS",
     "SCRAM_MECHANISMS",
     "ScramCredential",
     "ScramMechanism",
-    "alter_user_credentials",
     "user_credentials",
 ]
 
@@ -142,20 +138,3 @@ def user_credentials(config: Mapping[str, str]) -> dict[str, ScramCredential]:
             except ValueError:
                 continue
     return credentials
-
-
-def alter_user_credentials(
-    znodes: ConfigZnodes,
-    user: str,
-    upsertions: Mapping[str, ScramCredential],
-    deletions: Iterable[str] = (),
-) -> None:
-    """Set and delete credentials of ``user`` (mechanism names) in its config znode,
-    keeping the znode's other keys, and announce the change. Blocking (ZooKeeper)."""
-    name = sanitize(user)
-    config = znodes.entity_config(USERS, name)
-    for mechanism in deletions:
-        config.pop(mechanism, None)
-    for mechanism, credential in upsertions.items():
-        config[mechanism] = credential.to_config_value()
-    znodes.set_entity_config(USERS, name, config)

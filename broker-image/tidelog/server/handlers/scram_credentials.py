@@ -31,9 +31,9 @@ from tidelog.security.scram_credentials import (
     MAX_ITERATIONS,
     SCRAM_MECHANISMS,
     ScramCredential,
-    alter_user_credentials,
     user_credentials,
 )
+from tidelog.security.scram_store import alter_user_credentials
 from tidelog.server.entity_configs import USERS, desanitize, sanitize
 
 __all__ = ["handle_alter_user_scram_credentials", "handle_describe_user_scram_credentials"]
