@@ -7,7 +7,7 @@ in a PKCS#12 keystore, the clients trusting the CA's PEM). The ACL authorizer is
 ``super.users`` the admin user and ``User:ANONYMOUS``, the PLAINTEXT listener's principal,
 so that the harness's own admin client works there. The users' SCRAM credentials are
 written to ZooKeeper before the broker starts, where and how Kafka keeps them
-(:func:`tidelog.security.scram_credentials.alter_user_credentials`). On that broker:
+(:func:`tidelog.security.scram_store.alter_user_credentials`). On that broker:
 
 1. produce: 1 KiB records, without compression and with lz4, by
    ``kafka-producer-perf-test`` and ``loadgen`` (confluent-kafka), each as the admin user
@@ -59,8 +59,8 @@ from tidelog.security.client_security import ClientSecurity
 from tidelog.security.scram_credentials import (
     SCRAM_MECHANISMS,
     ScramCredential,
-    alter_user_credentials,
 )
+from tidelog.security.scram_store import alter_user_credentials
 from tidelog.server.process import BrokerProcess, free_port
 
 __all__ = [

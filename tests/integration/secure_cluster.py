@@ -26,8 +26,8 @@ from tidelog.security.client_security import PLAINTEXT, ClientSecurity
 from tidelog.security.scram_credentials import (
     SCRAM_MECHANISMS,
     ScramCredential,
-    alter_user_credentials,
 )
+from tidelog.security.scram_store import alter_user_credentials
 
 __all__ = ["SECURITY_MODES", "ClusterSecurity"]
 
