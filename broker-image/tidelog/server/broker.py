@@ -3,9 +3,9 @@ ZooKeeper membership, the controller role and the network.
 
 Start-up order (:meth:`Broker.start`): ZooKeeper session and cluster id; the dynamic
 broker configs layered over the static ones (:mod:`.dynamic_config`), the users' and
-clients' configs and the client quotas they set (:mod:`.entity_configs`,
-:mod:`.request_quotas`); the logs
-(recovered if the last shutdown was unclean), replication and the coordinators; the
+clients' configs (:mod:`.entity_configs`); the ACLs, delegation tokens and client quotas
+(:mod:`.zk_security_state`); the logs (recovered if the last shutdown was unclean),
+replication and the coordinators; the
 listeners, the ISRs this broker leaves because it holds no log of their partition (say
 its disks were replaced, :mod:`.isr_writes`), then the ``/brokers/ids/<id>``
 registration (the registration of this broker's previous, killed run is waited out until
@@ -62,15 +62,12 @@ from tidelog.protocol.errors import ErrorCode
 from tidelog.replication.fetcher import FetcherConfig
 from tidelog.replication.log_dir_mover import LogDirMover
 from tidelog.replication.replica_manager import AppendResult, ReplicaManager
-from tidelog.security.acl_store import AclChangeFollower, AclStore
 from tidelog.security.authenticator import AuthenticatorFactory
-from tidelog.security.authorizer import AclAuthorizer, parse_super_users
+from tidelog.security.authorizer import AclAuthorizer
 from tidelog.security.client_security import ClientSecurity
 from tidelog.security.connection_limits import LimitsOfConfig
 from tidelog.security.delegation_tokens import (
     DelegationTokenCache,
-    TokenChangeFollower,
-    TokenZnodes,
 )
 from tidelog.security.listener_security import ListenerSecurity
 from tidelog.security.listeners import (
@@ -78,7 +75,6 @@ from tidelog.security.listeners import (
     inter_broker_listener,
     listener_specs,
 )
-from tidelog.security.quotas import ClientQuotas, QuotaWindows
 from tidelog.server.config import BrokerConfig
 from tidelog.server.controlled_shutdown import ShuttingDownBroker, shut_down_controlled
 from tidelog.server.controller_requests import ControllerRequests
@@ -96,7 +92,7 @@ from tidelog.server.internal_topics import InternalTopics
 from tidelog.server.isr_writes import leave_isrs_of_lost_replicas, shrink_isrs, write_isrs
 from tidelog.server.metadata_cache import MetadataCache
 from tidelog.server.network import SocketServer
-from tidelog.server.request_quotas import RequestQuotas
+from tidelog.server.zk_security_state import ZkSecurityState, request_quotas
 from tidelog.storage.cleaner import CleanerConfig
 from tidelog.storage.log_manager import LogManager
 
@@ -123,9 +119,12 @@ class Broker:
         # register it), but requests wait until the controller election has run, so a
         # client never learns an empty cluster from a broker that is starting.
         self.ready = asyncio.Event()
-        # The ACL authorizer, made at start when authorizer.class.name names it; None:
-        # every request is served (the dispatcher consults it, tidelog.server.authorization).
+        # ACLs and delegation tokens, from ZooKeeper (see zk_security_state); the
+        # dispatcher consults the authorizer (tidelog.server.authorization), None: every
+        # request is served.
+        self.zk_security = ZkSecurityState()
         self.authorizer: AclAuthorizer | None = None
+        self.delegation_tokens: DelegationTokenCache | None = None
         # Replication throttles (seed 003 修改主题限速): rates from the broker configs,
         # throttled replicas from each topic's overrides (see dynamic_config).
         self.throttles = ReplicationThrottles(config)
@@ -136,10 +135,10 @@ class Broker:
         # SASL listeners' authentication (ConfigError here when one cannot serve): users'
         # SCRAM credentials from entity_configs, loaded at start.
         self.authenticator_factory = AuthenticatorFactory(
-            lambda: self.config, lambda user: self.entity_configs.user(user), self._token_login
+            lambda: self.config,
+            lambda user: self.entity_configs.user(user),
+            lambda token_id, mechanism: self.zk_security.token_login(token_id, mechanism),
         )
-        # Delegation tokens, with delegation.token.secret.key (see _start_delegation_tokens).
-        self.delegation_tokens: DelegationTokenCache | None = None
 
     # -- life cycle ----------------------------------------------------------------------
 
@@ -153,9 +152,7 @@ class Broker:
         self._loop = asyncio.get_running_loop()
         cluster_id = await self._connect_to_zookeeper()
         last_config_change = await self._load_dynamic_config()
-        await self._start_authorizer()
-        await self._start_delegation_tokens()
-        self._start_quotas()
+        await self._load_zk_security()
         topic_overrides = await asyncio.to_thread(read_topic_overrides, self.zk)
         await self._start_logs(cluster_id, topic_overrides)
         self._start_replication_and_coordinators(topic_overrides, last_config_change)
@@ -195,54 +192,14 @@ class Broker:
         await asyncio.to_thread(self.entity_configs.load)
         return last_change
 
-    def _start_quotas(self) -> None:
-        """The client quotas (producer_byte_rate, ...), read from the users' and clients'
-        configs, kept on the event loop's clock, consulted by the dispatcher."""
-        config = self.config
-        clock = asyncio.get_running_loop().time
-        client_quotas = ClientQuotas(
-            self.entity_configs,
-            QuotaWindows(config["quota.window.num"], config["quota.window.size.seconds"] * 1000),
-            QuotaWindows(
-                config["controller.quota.window.num"],
-                config["controller.quota.window.size.seconds"] * 1000,
-            ),
-            clock=clock,
-        )
-        self.entity_configs.subscribe(client_quotas.configs_changed)
-        self.quotas = RequestQuotas(client_quotas, clock)
+    async def _load_zk_security(self) -> None:
+        """ACLs and delegation tokens loaded, and the client quotas set up, before any
+        request is served (see :mod:`.zk_security_state`)."""
+        self.zk_security = await ZkSecurityState.load(self.config, self.zk.zk)
+        self.authorizer = self.zk_security.authorizer
+        self.delegation_tokens = self.zk_security.delegation_tokens
+        self.quotas = request_quotas(self.config, self.entity_configs)
         self.dispatcher.quotas = self.quotas
-
-    async def _start_delegation_tokens(self) -> None:
-        """With ``delegation.token.secret.key`` (or the deprecated master key): every
-        token loaded from ZooKeeper before any request is served; their changes are
-        followed from the background tasks."""
-        secret = (
-            self.config["delegation.token.secret.key"] or self.config["delegation.token.master.key"]
-        )
-        if not secret:
-            return
-        self.delegation_tokens = DelegationTokenCache(secret)
-        self.token_changes = TokenChangeFollower(TokenZnodes(self.zk.zk), self.delegation_tokens)
-        await self.token_changes.load()
-
-    def _token_login(self, token_id: str, mechanism: str):
-        """A SCRAM login with a delegation token: (credential, owner) or None."""
-        if self.delegation_tokens is None:
-            return None
-        return self.delegation_tokens.scram_login(token_id, mechanism)
-
-    async def _start_authorizer(self) -> None:
-        """The ACL authorizer (``authorizer.class.name``), its cache loaded from ZooKeeper
-        before any request is served; its changes are followed from the background tasks."""
-        config = self.config
-        if not config["authorizer.class.name"]:
-            return
-        self.authorizer = AclAuthorizer(
-            parse_super_users(config["super.users"]), config["allow.everyone.if.no.acl.found"]
-        )
-        self.acl_changes = AclChangeFollower(AclStore(self.zk.zk), self.authorizer)
-        await self.acl_changes.load()
 
     async def _start_logs(self, cluster_id: str, topic_overrides: dict[str, dict[str, str]]):
         """The metadata cache and the logs, loaded (recovered after an unclean shutdown)
@@ -414,22 +371,7 @@ class Broker:
                 )
             ),
         ]
-        if self.authorizer is not None:
-            self._tasks.append(asyncio.create_task(self.acl_changes.follow(), name="acl-changes"))
-        if self.delegation_tokens is not None:
-            self._tasks.append(
-                asyncio.create_task(self.token_changes.follow(), name="delegation-token-changes")
-            )
-            self._tasks.append(
-                asyncio.create_task(
-                    self._every(
-                        config["delegation.token.expiry.check.interval.ms"],
-                        self.token_changes.znodes.delete_all,
-                        arguments=lambda: (self.delegation_tokens.expired(),),
-                    ),
-                    name="delegation-token-expiry",
-                )
-            )
+        self._tasks += self.zk_security.follow(config, self._every)
         if config["auto.leader.rebalance.enable"]:
             self._tasks.append(
                 self.controller.start_leader_rebalance(
@@ -464,10 +406,7 @@ class Broker:
             logger.error("%s", error)
         self.controller.elect()
         self.dynamic_config.read_again()
-        if self.authorizer is not None:
-            self.acl_changes.read_again()
-        if self.delegation_tokens is not None:
-            self.token_changes.read_again()
+        self.zk_security.read_again()
 
     def _registration(self) -> BrokerRegistration:
         bound = {name: port for name, _, port in self.bound_listeners}

@@ -120,7 +120,9 @@ async def handle_create_acls(broker, header, request, context):
 async def _update(broker, pattern, change) -> tuple[ErrorCode, str | None]:
     """Write one pattern's entries through the store and into the cache."""
     try:
-        stored = await asyncio.to_thread(broker.acl_changes.store.update, pattern, change)
+        stored = await asyncio.to_thread(
+            broker.zk_security.acl_changes.store.update, pattern, change
+        )
     except Exception as error:
         logger.exception("writing the ACLs of %s failed", pattern)
         return ErrorCode.UNKNOWN_SERVER_ERROR, f"writing the ACLs of {pattern} failed: {error}"
