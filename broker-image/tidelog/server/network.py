@@ -50,7 +50,9 @@ is done, with its security protocol and, when the client sent a certificate, the
 principal that certificate maps to in its context; a handshake that fails (a client
 that does not speak TLS, sends garbage, or presents a certificate nobody trusts) closes
 that connection with one log line, and no other connection notices. Through TLS a file
-slice cannot go by ``sendfile``: asyncio reads and writes it instead, by itself.
+slice cannot go by ``sendfile``: it is read at its position, in chunks, and written
+(asyncio's own fallback reads from the file's shared current position, which another
+connection's sendfile moves).
 
 One module, though past 500 lines: the listener (:class:`SocketServer`) and its
 connections (:class:`_Connection`) share one contract (one request in flight, read-ahead,
@@ -104,6 +106,10 @@ MAX_BURST = 64
 # 120 kB, and 170 against 365 us at 250 kB, past the socket's buffer. The bound also
 # bounds what one response copies into memory.
 INLINE_SLICE_BYTES = 64 * 1024
+
+# Through TLS a file slice past INLINE_SLICE_BYTES is read and written this much at a time:
+# a large fetch response holds at most this much of the file in memory per connection.
+TLS_SLICE_CHUNK = 256 * 1024
 
 # Bytes a connection reads ahead of the request it is handling before it stops reading
 # its socket (twice asyncio.StreamReader's default limit, as before this layer was a
@@ -589,9 +595,11 @@ class _Connection(asyncio.Protocol):
             self.last_active = self._loop.time()
 
     async def _write(self, pieces: list[ResponsePart]) -> None:
-        """Write an answer's pieces in order, its file slices with sendfile and the
-        in-memory runs between them in one send each; wait until the transport drains."""
+        """Write an answer's pieces in order, its file slices with sendfile (through TLS,
+        read in chunks at their positions) and the in-memory runs between them in one
+        send each; wait until the transport drains."""
         transport = self._transport
+        plain = self.context.security_protocol in _PLAIN_TCP
         for piece in pieces:
             if type(piece) is not FileSlice:
                 self._held.append(piece)
@@ -601,17 +609,44 @@ class _Connection(asyncio.Protocol):
             if transport.is_closing():
                 raise ConnectionResetError("the client closed the connection")
             self._flush()
-            if piece.size:
-                # A private file object: sendfile's fallback path seeks it.
+            if not piece.size:
+                continue
+            if plain:
+                # The kernel's sendfile, at explicit offsets (never asyncio's fallback,
+                # which reads from the file's shared current position).
                 with os.fdopen(os.dup(piece.fileno()), "rb", buffering=0) as file:
-                    await self._loop.sendfile(transport, file, piece.position, piece.size)
+                    await self._loop.sendfile(
+                        transport, file, piece.position, piece.size, fallback=False
+                    )
+            else:
+                await self._write_read_slice(piece)
         self._flush()
+        await self._drain()
+        self.last_active = self._loop.time()
+
+    async def _write_read_slice(self, piece: FileSlice) -> None:
+        """A file slice through TLS: read at its position (positional reads, in a worker
+        thread), ``TLS_SLICE_CHUNK`` bytes at a time, each written once the transport
+        has drained the one before."""
+        done = 0
+        while done < piece.size:
+            size = min(TLS_SLICE_CHUNK, piece.size - done)
+            chunk = await self._loop.run_in_executor(
+                None, piece.records.read, piece.position + done, size
+            )
+            if len(chunk) != size:
+                raise OSError(f"{piece} ends {size - len(chunk)} bytes early")
+            await self._drain()
+            self._transport.write(chunk)
+            done += size
+
+    async def _drain(self) -> None:
+        """Wait until the transport takes more (asyncio's flow control)."""
         if self._writing_paused:
-            if transport.is_closing():  # resume_writing will not come
+            if self._transport.is_closing():  # resume_writing will not come
                 raise ConnectionResetError("the client closed the connection")
             self._drained = self._loop.create_future()
             await self._drained
-        self.last_active = self._loop.time()
 
     # -- closing ------------------------------------------------------------------------
 
