@@ -213,3 +213,19 @@ def test_authorize_by_resource_type(acls, expected):
 def test_parse_super_users_refuses_a_principal_without_type():
     with pytest.raises(ValueError, match="alice"):
         parse_super_users("User:bob;alice")
+
+
+def test_a_remembered_decision_follows_the_acls_as_they_change():
+    """Decisions are remembered per request's principal, host, operation and resource;
+    a change of any pattern's ACLs forgets them, so the next request decides again."""
+    made = authorizer(acl("t", ALICE, OP.WRITE))
+    assert made.authorize(ALICE, HOST, OP.WRITE, TOPIC, "t")
+    assert made.authorize(ALICE, HOST, OP.WRITE, TOPIC, "t")  # remembered
+    deny, entry = acl("t", ALICE, OP.WRITE, DENY)
+    made.set_acls(deny, {entry, *made.entries(deny)})
+    assert not made.authorize(ALICE, HOST, OP.WRITE, TOPIC, "t")
+    _, everyone = acl("u", "User:*", OP.WRITE, ptype=PRE)
+    made.set_acls(ResourcePattern(TOPIC, "u", PRE), {everyone})
+    assert made.authorize("User:bob", HOST, OP.WRITE, TOPIC, "u-1")
+    made.set_acls(ResourcePattern(TOPIC, "u", PRE), set())
+    assert not made.authorize("User:bob", HOST, OP.WRITE, TOPIC, "u-1")

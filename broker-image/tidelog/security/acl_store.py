@@ -218,14 +218,21 @@ class AclStore:
         children = self.zk.get_children(changes_path, watch=watch)
         return sorted(c for c in children if c.startswith(CHANGE_PREFIX))
 
-    def change(self, changes_path: str, name: str) -> ResourcePattern | None:
-        """The pattern a notification names; None when it is gone or unreadable."""
-        try:
-            data, _ = self.zk.get(f"{changes_path}/{name}")
-            return _decode_change(changes_path, data)
-        except (NoNodeError, ValueError, KeyError) as error:
-            logger.warning("ACL change notification %s/%s skipped: %r", changes_path, name, error)
-            return None
+    def changed_patterns(self, changes_path: str, names: list[str]) -> list[ResourcePattern]:
+        """The patterns the notifications ``names`` name, each once, read in one
+        pipelined round trip (thousands come at once when a tool adds as many ACLs); a
+        notification gone or unreadable is skipped with a warning."""
+        reads = [(name, self.zk.get_async(f"{changes_path}/{name}")) for name in names]
+        patterns: dict[ResourcePattern, None] = {}
+        for name, read in reads:
+            try:
+                data, _ = read.get()
+                patterns[_decode_change(changes_path, data)] = None
+            except (NoNodeError, ValueError, KeyError) as error:
+                logger.warning(
+                    "ACL change notification %s/%s skipped: %r", changes_path, name, error
+                )
+        return list(patterns)
 
     def purge_changes(self, changes_path: str, names: list[str], now_ms: int) -> None:
         """Delete the notifications among ``names`` (oldest first) older than Kafka's
@@ -239,6 +246,10 @@ class AclStore:
                 return
             with contextlib.suppress(NoNodeError):
                 self.zk.delete(path)
+
+
+# A pattern's entries are logged when it changes, up to this many (else their count).
+LOGGED_ENTRIES = 20
 
 
 class AclChangeFollower:
@@ -296,17 +307,19 @@ class AclChangeFollower:
     async def _process(self, changes_path: str) -> None:
         store = self.store
         names = await asyncio.to_thread(store.changes, changes_path, self._watch)
+        fresh = {}
         for name in names:
             try:
                 number = _change_number(name)
             except ValueError:
                 continue
-            if number <= self._last[changes_path]:
-                continue
-            pattern = await asyncio.to_thread(store.change, changes_path, name)
-            self._last[changes_path] = number
-            if pattern is not None:
+            if number > self._last[changes_path]:
+                fresh[name] = number
+        if fresh:
+            patterns = await asyncio.to_thread(store.changed_patterns, changes_path, list(fresh))
+            for pattern in patterns:
                 await self.apply(pattern)
+            self._last[changes_path] = max(fresh.values())
         if names:
             now_ms = int(time.time() * 1000)
             await asyncio.to_thread(store.purge_changes, changes_path, names, now_ms)
@@ -319,4 +332,7 @@ class AclChangeFollower:
             logger.error("ignoring the ACLs of %s: %r", pattern, error)
             return
         self.authorizer.set_acls(pattern, entries)
-        logger.info("ACLs of %s now: %s", pattern, ", ".join(map(str, sorted(entries))))
+        if len(entries) <= LOGGED_ENTRIES:
+            logger.info("ACLs of %s now: %s", pattern, ", ".join(map(str, sorted(entries))))
+        else:
+            logger.info("ACLs of %s now: %d entries", pattern, len(entries))
