@@ -10,12 +10,14 @@ import json
 from dataclasses import replace
 
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from integration.cluster import Cluster
 from tidelog.admin.connection import BrokerConnection
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
 from tidelog.security.sasl_client import SaslAuthenticationFailed
+from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -46,3 +48,33 @@ def test_a_sasl_ssl_cluster_has_no_other_way_in(tmp_path, zk_chroot):
                 },
             )
         assert acls.error_code == ErrorCode.NONE, acls.error_message
+
+
+def read(cluster: Cluster, topic: str, start: int, count: int) -> list[int]:
+    consumer = Consumer({**cluster.client_config(), "group.id": "unused"})
+    consumer.assign([TopicPartition(topic, 0, start)])
+    numbers: list[int] = []
+    try:
+        wait_until(
+            lambda: numbers.extend(int(m.value()) for m in consumer.consume(1000, 0.5))
+            or len(numbers) >= count,
+            f"{count} records read from offset {start}",
+        )
+    finally:
+        consumer.close()
+    return numbers
+
+
+def test_a_partition_read_from_its_start_after_a_read_from_its_middle(tmp_path, zk_chroot):
+    """Through TLS an answer with more of a segment than the broker copies inline leaves
+    by asyncio's read-and-write loop instead of sendfile: each answer must hold the bytes
+    at its own position in the segment, whatever another answer read from it before."""
+    with Cluster(tmp_path, zk_chroot, size=1, security="sasl_ssl") as cluster:
+        cluster.create_topic("reread", partitions=1, replication_factor=1)
+        producer = Producer({**cluster.client_config(), "linger.ms": 5})
+        for number in range(20000):
+            producer.produce("reread", b"%0100d" % number, partition=0)
+            producer.poll(0)
+        assert producer.flush(30) == 0
+        assert read(cluster, "reread", 10000, 10000) == list(range(10000, 20000))
+        assert read(cluster, "reread", 0, 20000) == list(range(20000))
