@@ -19,6 +19,8 @@ import signal
 import subprocess
 import tempfile
 import threading
+from collections.abc import Mapping
+from pathlib import Path
 from typing import NamedTuple
 
 from confluent_kafka import Consumer, TopicPartition
@@ -61,10 +63,18 @@ class ContinuousProducer:
     """Writes increasing numbers round-robin over the partitions until stopped, about
     ``per_second`` records a second (fewer for a test that waits on something slow, so
     that what it must read back afterwards stays bounded); remembers what was
-    acknowledged and where, from the tool's JSON line per acknowledgement."""
+    acknowledged and where, from the tool's JSON line per acknowledgement.
+    ``command_config``: Kafka's client properties to connect with (a secured cluster's),
+    under the producer's own settings."""
 
     def __init__(
-        self, bootstrap: str, topic: str, partitions: int, per_second: int = DEFAULT_PER_SECOND
+        self,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        per_second: int = DEFAULT_PER_SECOND,
+        *,
+        command_config: Path | None = None,
     ):
         self.topic = topic
         self.acked: dict[int, dict[int, Ack]] = {p: {} for p in range(partitions)}
@@ -78,6 +88,8 @@ class ContinuousProducer:
         self._stopping = threading.Event()
         self._refused_at_close = 0
         with tempfile.NamedTemporaryFile("w", suffix=".properties", delete=False) as config:
+            if command_config is not None:
+                config.write(command_config.read_text() + "\n")
             config.write("".join(f"{k}={v}\n" for k, v in PRODUCER_CONFIG.items()))
         self._config_path = config.name
         self._command = [
@@ -170,15 +182,20 @@ class ContinuousProducer:
 
 
 def assert_acknowledged_records_kept(
-    bootstrap: str, producer: ContinuousProducer, context: str = ""
+    bootstrap: str,
+    producer: ContinuousProducer,
+    context: str = "",
+    *,
+    client_config: Mapping[str, str] | None = None,
 ) -> None:
     """Read every partition to its last acknowledged offset: no offset was acknowledged
     for two records, each acknowledged record is there at its offset, no offset repeats
-    and the producer's numbers stay in order."""
+    and the producer's numbers stay in order. ``client_config``: confluent-kafka settings
+    of the reading consumer besides ``bootstrap`` (a secured cluster's)."""
     assert not producer.failed, f"{producer.failed[:5]} {context}"
     acked = producer.acked
     found, epochs = _read(
-        bootstrap,
+        {"bootstrap.servers": bootstrap, **(client_config or {})},
         producer.topic,
         {p: max(acked[p], default=-1) + 1 for p in acked},
         epochs_of={(p, o) for p, o, _, _ in producer.acked_twice},
@@ -204,13 +221,12 @@ def assert_acknowledged_records_kept(
 
 
 def _read(
-    bootstrap: str, topic: str, ends: dict[int, int], epochs_of: set[tuple[int, int]]
+    client: Mapping[str, str], topic: str, ends: dict[int, int], epochs_of: set[tuple[int, int]]
 ) -> tuple[dict[int, list], dict]:
-    """Each partition's (offset, value) pairs up to ``ends``, and the leader epoch that
-    wrote the record at each (partition, offset) of ``epochs_of``."""
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
-    )
+    """Each partition's (offset, value) pairs up to ``ends``, read with the ``client``
+    settings, and the leader epoch that wrote the record at each (partition, offset) of
+    ``epochs_of``."""
+    consumer = Consumer({**client, "group.id": "unused", "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, p, 0) for p in ends])
     found: dict[int, list] = {p: [] for p in ends}
     epochs: dict[tuple[int, int], int | None] = {}

@@ -2,7 +2,8 @@
 and ``/admin/reassign_partitions`` move replicas while an idempotent acks=all producer
 writes, through a controller killed -9 and a receiving broker restarted mid-copy; a
 cancellation restores the original replicas; a replication-factor change is a
-reassignment; removed replicas leave no directory behind."""
+reassignment; removed replicas leave no directory behind. Each test runs on a PLAINTEXT
+cluster and on one whose only listeners are SASL_SSL."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ from confluent_kafka import Producer
 
 from integration.acked_writes import ContinuousProducer, assert_acknowledged_records_kept
 from integration.cluster import Cluster
+from integration.secure_cluster import SECURITY_MODES
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
 from waiting import wait_until
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.parametrize("security", SECURITY_MODES)]
 
 # A copy that a test interrupts must still be running when it does, however fast the
 # machine: small fetch sizes alone do not make it slow (a follower fetch takes at least
@@ -32,6 +34,13 @@ THROTTLED_COPY = {
     "follower.replication.throttled.rate": "300000",
 }
 THROTTLED = {"follower.replication.throttled.replicas": "*"}
+
+
+@pytest.fixture
+def cluster(tmp_path, zk_chroot, security):
+    """The conftest's three running brokers, secured as the test's parameter says."""
+    with Cluster(tmp_path, zk_chroot, size=3, security=security) as running:
+        yield running
 
 
 def alter(cluster: Cluster, targets: dict[tuple[str, int], list[int] | None]) -> dict:
@@ -92,10 +101,10 @@ def replica_dirs(cluster: Cluster, broker_id: int, topic: str) -> list[Path]:
     )
 
 
-def fill(bootstrap: str, topic: str, partition: int, megabytes: int) -> None:
+def fill(cluster: Cluster, topic: str, partition: int, megabytes: int) -> None:
     """Ballast of 1 KiB records numbered -N .. -1, so that the numbers a
     ContinuousProducer adds after them (0, 1, ...) still ascend."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20})
+    producer = Producer({**cluster.client_config(), "acks": "all", "linger.ms": 20})
     for number in range(megabytes * 1024, 0, -1):
         value = b"-%01023d" % number
         while True:
@@ -108,13 +117,15 @@ def fill(bootstrap: str, topic: str, partition: int, megabytes: int) -> None:
     assert producer.flush(60) == 0
 
 
-def test_removing_a_broker_from_every_partition_while_producing(tmp_path, zk_chroot):
+def test_removing_a_broker_from_every_partition_while_producing(tmp_path, zk_chroot, security):
     topic = "moving"
-    with Cluster(tmp_path, zk_chroot, size=4) as cluster:
+    with Cluster(tmp_path, zk_chroot, size=4, security=security) as cluster:
         cluster.create_topic(
             topic, partitions=6, replication_factor=3, configs={"min.insync.replicas": "2"}
         )
-        with ContinuousProducer(cluster.bootstrap, topic, 6) as producer:
+        with ContinuousProducer(
+            cluster.bootstrap, topic, 6, command_config=cluster.client_properties_file()
+        ) as producer:
             producer.wait_for_more(300, "records acknowledged before the move")
             targets = {}
             for partition, replicas in cluster.assignment(topic).items():
@@ -133,20 +144,28 @@ def test_removing_a_broker_from_every_partition_while_producing(tmp_path, zk_chr
             for index, (leader, _, isr) in cluster.leaders(broker_id, topic).items():
                 assert leader in assignment[index] and set(isr) <= set(assignment[index])
         wait_until(lambda: not replica_dirs(cluster, 1, topic), "broker 1's copies deleted")
-        assert_acknowledged_records_kept(cluster.bootstrap, producer, "after the move")
+        assert_acknowledged_records_kept(
+            cluster.bootstrap, producer, "after the move", client_config=cluster.client_config()
+        )
 
 
-def test_reassignment_survives_a_controller_kill_and_a_receiver_restart(tmp_path, zk_chroot):
+def test_reassignment_survives_a_controller_kill_and_a_receiver_restart(
+    tmp_path, zk_chroot, security
+):
     topic = "resilient"
     # The copy must still be running when it is first looked at (THROTTLED_COPY).
-    with Cluster(tmp_path, zk_chroot, size=4, overrides=THROTTLED_COPY) as cluster:
+    with Cluster(
+        tmp_path, zk_chroot, size=4, overrides=THROTTLED_COPY, security=security
+    ) as cluster:
         cluster.create_topic(
             topic,
             assignment={0: [2, 3], 1: [3, 2]},
             configs={"min.insync.replicas": "1"} | THROTTLED,
         )
-        fill(cluster.bootstrap, topic, 0, megabytes=2)
-        with ContinuousProducer(cluster.bootstrap, topic, 2) as producer:
+        fill(cluster, topic, 0, megabytes=2)
+        with ContinuousProducer(
+            cluster.bootstrap, topic, 2, command_config=cluster.client_properties_file()
+        ) as producer:
             producer.wait_for_more(200, "records acknowledged before the move")
             controller = wait_until(cluster.controller_id, "a controller")
             receiver = 4 if controller != 4 else 1
@@ -169,14 +188,20 @@ def test_reassignment_survives_a_controller_kill_and_a_receiver_restart(tmp_path
             lambda: not [d for d in replica_dirs(cluster, removed, topic) if d.name.endswith("-0")],
             "the removed replica deleted",
         )
-        assert_acknowledged_records_kept(cluster.bootstrap, producer, "after the move")
+        assert_acknowledged_records_kept(
+            cluster.bootstrap, producer, "after the move", client_config=cluster.client_config()
+        )
 
 
-def test_cancelling_restores_the_original_replicas_and_deletes_the_copies(tmp_path, zk_chroot):
+def test_cancelling_restores_the_original_replicas_and_deletes_the_copies(
+    tmp_path, zk_chroot, security
+):
     topic = "cancelled"
-    with Cluster(tmp_path, zk_chroot, size=3, overrides=THROTTLED_COPY) as cluster:
+    with Cluster(
+        tmp_path, zk_chroot, size=3, overrides=THROTTLED_COPY, security=security
+    ) as cluster:
         cluster.create_topic(topic, assignment={0: [1]}, configs=THROTTLED)
-        fill(cluster.bootstrap, topic, 0, megabytes=6)
+        fill(cluster, topic, 0, megabytes=6)
         assert alter(cluster, {(topic, 0): [2, 3]}) == {(topic, 0): ErrorCode.NONE}
         assert ongoing(cluster) == {(topic, 0): ([2, 3, 1], [2, 3], [1])}
         wait_until(lambda: replica_dirs(cluster, 2, topic), "the copy started")
@@ -194,11 +219,11 @@ def test_cancelling_restores_the_original_replicas_and_deletes_the_copies(tmp_pa
         }
 
 
-def test_replication_factor_changes_through_reassignment(tmp_path, zk_chroot):
+def test_replication_factor_changes_through_reassignment(tmp_path, zk_chroot, security):
     topic = "factor"
-    with Cluster(tmp_path, zk_chroot, size=3) as cluster:
+    with Cluster(tmp_path, zk_chroot, size=3, security=security) as cluster:
         cluster.create_topic(topic, assignment={0: [1], 1: [2]})
-        fill(cluster.bootstrap, topic, 0, megabytes=1)
+        fill(cluster, topic, 0, megabytes=1)
         up = {(topic, 0): [1, 2, 3], (topic, 1): [2, 3, 1]}
         assert set(alter(cluster, up).values()) == {ErrorCode.NONE}
         wait_until(lambda: done(cluster, topic), "RF 1 → 3 completes")
