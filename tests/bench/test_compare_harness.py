@@ -1,6 +1,6 @@
 """Smoke test of ``make bench``'s harness: a tiny run against both systems (single
 brokers, with S12's Spark job, then 3-broker clusters, then 4-broker reassignments, then
-3-broker restarts and 3-broker wide fetches)
+3-broker restarts and 3-broker wide fetches, then S15's secured single brokers)
 writes a report with a figure of each system for every scenario, and its plots.
 
 It asserts that the harness measures, never what it measured: no timing assertion.
@@ -19,9 +19,35 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIOS = {f"S{n}" for n in range(1, 15)}
+SCENARIOS = {f"S{n}" for n in range(1, 16)}
 SYSTEMS = ("kafka", "tidelog")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _s15_figures(acls: int) -> set[tuple[str, str, str]]:
+    """(case, tool, metric) of every S15 figure of one system."""
+    figures = set()
+    for codec in ("none", "lz4"):
+        case = f"1 KiB {codec}"
+        for tool in ("perf-test", "loadgen"):
+            figures |= {
+                (f"produce {case}, {listener}", tool, "throughput")
+                for listener in ("PLAINTEXT", "SASL_SSL")
+            }
+            figures.add((f"produce {case}", tool, "SASL_SSL / PLAINTEXT"))
+        figures |= {
+            (f"consume {case}, {listener}", "loadgen", "throughput")
+            for listener in ("PLAINTEXT", "SASL_SSL")
+        }
+        figures.add((f"consume {case}", "loadgen", "SASL_SSL / PLAINTEXT"))
+    figures.add(("SCRAM-SHA-512 connections over SASL_SSL", "python client", "connections"))
+    acl_case = "produce 1 KiB none, SASL_SSL, User:bench"
+    figures |= {
+        (f"{acl_case}, 1 ACL", "loadgen", "throughput"),
+        (f"{acl_case}, {acls + 1:,} ACLs", "loadgen", "throughput"),
+        (acl_case, "loadgen", "with the ACLs / with 1 ACL"),
+    }
+    return figures
 
 
 def _kill_with_its_brokers(run: subprocess.Popen) -> tuple[str, str]:
@@ -167,6 +193,14 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(
         read = s14[("100 partitions RF=3", "records")]
         assert len(read["repeats"]) == wide_fetch.S14_READS and min(read["repeats"]) > 0, read
         assert read["value"] == statistics.median(read["repeats"]), read
+
+    # Each produced and consumed over its SASL_SSL listener and its PLAINTEXT one, logged
+    # in with SCRAM again and again, and produced with and without its 10,000 ACLs.
+    for system in SYSTEMS:
+        s15 = [r for r in rows if r["system"] == system and r["scenario"] == "S15"]
+        figures = {(r["case"], r["tool"], r["metric"]) for r in s15}
+        assert figures == _s15_figures(settings.QUICK.s15_acls), system
+        assert all(r["value"] > 0 for r in s15), [r for r in s15 if not r["value"] > 0]
 
     # The same Spark job read every tick in batch and through the streaming query, and
     # saw bars arrive after the ticks that closed them.

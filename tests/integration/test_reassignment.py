@@ -236,8 +236,14 @@ def test_replication_factor_changes_through_reassignment(tmp_path, zk_chroot, se
         assert set(alter(cluster, down).values()) == {ErrorCode.NONE}
         wait_until(lambda: done(cluster, topic), "RF 3 → 2 completes")
         assert cluster.assignment(topic) == {0: [2, 3], 1: [2, 3]}
-        leaders = cluster.leaders(2, topic)
-        assert leaders[0][0] in (2, 3) and leaders[0][2] == [2, 3]
+
+        def broker_2_knows_the_new_replicas() -> bool:
+            # The controller's UpdateMetadata reaches broker 2 a moment after the
+            # reassignment is listed as done (in Kafka too).
+            leader, _, isr = cluster.leaders(2, topic)[0]
+            return leader in (2, 3) and isr == [2, 3]
+
+        wait_until(broker_2_knows_the_new_replicas, "broker 2's metadata has the new replicas")
         wait_until(lambda: not replica_dirs(cluster, 1, topic), "broker 1's replicas deleted")
 
 
