@@ -1,5 +1,6 @@
 """ACLs in ZooKeeper, exactly where and how Kafka's AclAuthorizer keeps them, and the
-change notifications that keep every broker's cache current.
+change notifications that keep every broker's cache current (seed 003: ``kafka-acls``
+sets which users may access which topics).
 
 Znodes (the same as Kafka 3.9's, so that ``kafka-acls.sh --authorizer-properties
 zookeeper.connect=...`` and tidelog read and write one store):

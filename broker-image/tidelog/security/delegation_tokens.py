@@ -1,4 +1,6 @@
-"""Delegation tokens (KIP-48) as a ZooKeeper-mode Kafka broker keeps them.
+"""Delegation tokens (KIP-48) as a ZooKeeper-mode Kafka broker keeps them (seed 003: a
+light authentication that complements SASL, created, renewed, expired and described
+with ``kafka-delegation-tokens``).
 
 A token is its id, owner, requester, renewers and three timestamps (issued, expires,
 may not outlive), stored in ``/delegation_token/tokens/<id>`` as Kafka's version 3

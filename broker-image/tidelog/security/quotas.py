@@ -1,6 +1,8 @@
 """Client quotas with the semantics of Kafka's ``ClientQuotaManager``,
 ``ClientRequestQuotaManager`` and ``ControllerMutationQuotaManager``: which quota applies
-to a request, how its use is measured, and how long the client is throttled.
+to a request, how its use is measured, and how long the client is throttled. Seed 003:
+the ``users`` and ``clients`` znodes under ``/config`` hold the quotas with which an
+operator limits the throughput or the CPU that connecting clients may use.
 
 Quota types (the keys of ``/config/users/...`` and ``/config/clients/...``):
 

@@ -1,5 +1,7 @@
 """Authorization: for each API, what Kafka's KafkaApis checks before it serves a request,
-and the error code of a refusal. One table beside the dispatch table (DESIGN §8).
+and the error code of a refusal. One table beside the dispatch table (DESIGN §8). Seed
+000 lists it among a produce request's checks: whether the sending user may write to the
+topic (发送数据的用户是否有主题写入权限).
 
 The dispatcher makes one call, :func:`handle_authorized`, when the broker has an
 authorizer (``authorizer.class.name``); without one nothing here runs. Each entry of
