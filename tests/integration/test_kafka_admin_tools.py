@@ -34,7 +34,7 @@ def kafka_reassign(cluster: Cluster, *args: str) -> str:
 def test_kafka_reassign_partitions_moves_throttled_and_verifies(tmp_path, zk_chroot):
     with Cluster(tmp_path, zk_chroot, size=4, overrides=QUICK_DELETES) as cluster:
         cluster.create_topic(TOPIC, assignment={0: [1, 2], 1: [2, 1], 2: [3, 4]})
-        fill(cluster.bootstrap, TOPIC, 0, megabytes=3)
+        fill(cluster, TOPIC, 0, megabytes=3)
         topics = tmp_path / "topics.json"
         topics.write_text(json.dumps({"version": 1, "topics": [{"topic": TOPIC}]}))
         generated = kafka_reassign(
@@ -139,7 +139,7 @@ def test_kafka_reassign_partitions_moves_throttled_and_verifies(tmp_path, zk_chr
 
 def test_kafka_log_dirs_prints_what_tidelog_log_dirs_prints(cluster):
     cluster.create_topic("dirs", partitions=3, replication_factor=2)
-    fill(cluster.bootstrap, "dirs", 1, megabytes=1)
+    fill(cluster, "dirs", 1, megabytes=1)
 
     def parsed(output: str) -> dict:
         lines = output.splitlines()

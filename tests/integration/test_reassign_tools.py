@@ -127,7 +127,7 @@ def test_throttles_stay_until_verify_and_a_cancel_restores_the_replicas(tmp_path
     topic = "throttled"
     with Cluster(tmp_path, zk_chroot, size=3, overrides=QUICK_DELETES) as cluster:
         cluster.create_topic(topic, assignment={0: [1], 1: [2]})
-        fill(cluster.bootstrap, topic, 0, megabytes=4)
+        fill(cluster, topic, 0, megabytes=4)
         plan = tmp_path / "plan.json"
         plan.write_text(
             json.dumps(
