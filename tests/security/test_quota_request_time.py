@@ -17,13 +17,14 @@ async def busy(seconds: float) -> None:
 
 def test_only_the_steps_are_timed_not_the_waits():
     async def scenario():
-        released = asyncio.Event()
+        released, waiting = asyncio.Event(), asyncio.Event()
         steps: list[float] = []
 
         async def handler():
             started = time.perf_counter()
             await busy(0.02)
             steps.append(time.perf_counter() - started)
+            waiting.set()
             await released.wait()
             started = time.perf_counter()
             await busy(0.01)
@@ -32,7 +33,7 @@ def test_only_the_steps_are_timed_not_the_waits():
 
         timed = Timed(handler())
         task = asyncio.ensure_future(timed)
-        await asyncio.sleep(0)  # the first step ran; the handler waits
+        await waiting.wait()  # the first step ran; the handler waits
         waited_from = time.perf_counter()
         while time.perf_counter() - waited_from < 0.2:
             await asyncio.sleep(0.01)
@@ -48,16 +49,18 @@ def test_only_the_steps_are_timed_not_the_waits():
 def test_a_cancellation_is_thrown_into_the_handler():
     async def scenario():
         cancelled = []
+        waiting = asyncio.Event()
 
         async def handler():
             try:
+                waiting.set()
                 await asyncio.Event().wait()
             except asyncio.CancelledError:
                 cancelled.append(True)
                 raise
 
         task = asyncio.ensure_future(Timed(handler()))
-        await asyncio.sleep(0)
+        await waiting.wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
