@@ -10,6 +10,7 @@ another configuration start their own.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import socket
 import struct
@@ -931,3 +932,26 @@ def test_admin_metadata_passes_over_a_broker_without_the_controllers_metadata(
 
         both = TidelogAdmin(f"{uninformed.bootstrap},{broker.bootstrap}", timeout=5)
         assert [b.node_id for b in both.metadata([]).brokers] == [1]
+
+
+def test_admin_reaches_a_named_broker_again_until_its_timeout(tmp_path, zk_chroot):
+    """A broker the metadata named (here the controller) that does not answer (its pod's
+    name not yet in DNS, or the broker restarting) is reached again with Kafka's
+    reconnect backoff until the client's timeout, as Kafka's admin client retries a node
+    until its API timeout; past the timeout it says which address failed."""
+    broker = BrokerProcess(tmp_path / "restarting", zk_chroot).start()
+    try:
+        controller = TidelogAdmin(broker.bootstrap)._controller()
+        assert controller == ("127.0.0.1", broker.port)
+        assert broker.stop() == 0
+        with pytest.raises(ConnectionError, match=f"no broker answered: 127.0.0.1:{broker.port}"):
+            TidelogAdmin(broker.bootstrap, timeout=0.5)._connect(controller)
+
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            # Refused at first: the broker's process is only starting.
+            reaching = pool.submit(TidelogAdmin(broker.bootstrap, timeout=60)._connect, controller)
+            broker.start()
+            with reaching.result(timeout=60) as connection:
+                assert connection.request(ApiKey.METADATA, None, {"topics": []}).brokers
+    finally:
+        assert broker.stop() == 0

@@ -24,6 +24,10 @@ __all__ = ["UNINFORMED_ATTEMPTS", "AdminClient", "AdminError"]
 # and the pause between the rounds.
 UNINFORMED_ATTEMPTS = 3
 UNINFORMED_BACKOFF_S = 0.2
+# The pause before reaching again a broker the cluster named but that did not answer,
+# doubled up to the maximum (Kafka's reconnect.backoff.ms and reconnect.backoff.max.ms).
+RECONNECT_BACKOFF_S = 0.05
+RECONNECT_BACKOFF_MAX_S = 1.0
 
 
 def _split(address: str) -> tuple[str, int]:
@@ -44,13 +48,33 @@ class AdminClient(ConsumerGroupsMixin, GroupOffsetsMixin, LogOffsetsMixin, Topic
         self.security = security
 
     def _connect(self, address: tuple[str, int] | None = None) -> BrokerConnection:
-        errors = []
-        for host, port in [address] if address else self.bootstrap:
+        """A connection to ``address``, a broker the cluster's metadata named (the
+        controller, a coordinator, a leader), or else to the first bootstrap address
+        that answers. A named broker that does not answer is reached again, with
+        Kafka's reconnect backoff, until ``timeout`` has passed, as Kafka's admin client
+        retries a node until its API timeout: its name may not resolve yet (a pod's DNS
+        record is seconds behind the pod) or it may be restarting. Bootstrap addresses
+        are tried once each: none answering is the user's mistake, said at once.
+        ConnectionError naming every address and its error when none answered."""
+        if address is None:
+            errors = []
+            for host, port in self.bootstrap:
+                try:
+                    return self._connect_to(host, port)
+                except OSError as error:
+                    errors.append(f"{host}:{port}: {error}")
+            raise ConnectionError("no broker answered: " + "; ".join(errors))
+        host, port = address
+        deadline = time.monotonic() + self.timeout
+        backoff = RECONNECT_BACKOFF_S
+        while True:
             try:
                 return self._connect_to(host, port)
             except OSError as error:
-                errors.append(f"{host}:{port}: {error}")
-        raise ConnectionError("no broker answered: " + "; ".join(errors))
+                if time.monotonic() + backoff >= deadline:
+                    raise ConnectionError(f"no broker answered: {host}:{port}: {error}") from None
+            time.sleep(backoff)
+            backoff = min(2 * backoff, RECONNECT_BACKOFF_MAX_S)
 
     def _connect_to(self, host: str, port: int) -> BrokerConnection:
         """A connection to one broker; OSError when it does not answer."""
