@@ -13,6 +13,15 @@ import io
 import subprocess
 
 import pytest
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from integration.cluster import Cluster
 from kafka_reference.tools import run_kafka_tool
@@ -133,6 +142,51 @@ def test_bootstrap_server_tool_adds_lists_and_removes(cluster):
         "pay-",
     )
     assert "User:bob" not in kafka_acls(*bootstrap, "--list")
+
+
+def test_a_thousand_patterns_in_one_request_each_way(cluster):
+    """One CreateAcls with 2,000 ACLs on 1,000 topics, then one DeleteAcls matching them
+    all, through confluent-kafka's AdminClient: every ACL is stored and answered, every
+    broker follows both changes, and the deletion lists each binding it removed."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    topics = [f"crowd-{n}" for n in range(1000)]
+    cluster.create_topic(topics[-1], partitions=1, replication_factor=3)
+    crowd = [
+        AclBinding(
+            ResourceType.TOPIC,
+            topic,
+            ResourcePatternType.LITERAL,
+            principal,
+            "*",
+            AclOperation.DESCRIBE,
+            AclPermissionType.DENY,
+        )
+        for topic in topics
+        for principal in ("User:ANONYMOUS", "User:mallory")
+    ]
+    for future in admin.create_acls(crowd, request_timeout=120).values():
+        future.result()
+    anyone = AclBindingFilter(
+        ResourceType.TOPIC,
+        None,
+        ResourcePatternType.ANY,
+        None,
+        None,
+        AclOperation.DESCRIBE,
+        AclPermissionType.DENY,
+    )
+    assert set(admin.describe_acls(anyone, request_timeout=60).result()) == set(crowd)
+    wait_until(
+        lambda: everywhere(cluster, topics[-1], ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+        "every broker refuses the last crowded topic",
+    )
+    (deleted,) = admin.delete_acls([anyone], request_timeout=120).values()
+    assert set(deleted.result()) == set(crowd)
+    assert admin.describe_acls(anyone, request_timeout=60).result() == []
+    wait_until(
+        lambda: everywhere(cluster, topics[-1], ErrorCode.NONE),
+        "every broker describes the last crowded topic again",
+    )
 
 
 def tidelog_acls(*args: str) -> str:

@@ -16,7 +16,8 @@ zookeeper.connect=...`` and tidelog read and write one store):
 
 Writes are read-modify-write with the znode's version (a conditional set, a create that
 fails if another made the node first, a conditional delete), tried again on a conflict,
-as Kafka's are. All calls here block: the broker runs them in worker threads.
+as Kafka's are; many patterns' reads and writes are pipelined. All calls here block: the
+broker runs them in worker threads.
 
 :class:`AclChangeFollower` is the broker's side: it loads every ACL into the authorizer
 at start, then, woken by a watch on both notification paths, reads again each pattern a
@@ -30,7 +31,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, ConnectionLoss, NodeExistsError, NoNodeError
@@ -72,6 +73,9 @@ STORED_TYPES = (
     ResourceType.USER,
 )
 RETRY_AFTER_FAILURE_S = 1
+
+# A pattern's new entries as a function of its current ones.
+AclChange = Callable[[frozenset[AccessControlEntry]], frozenset[AccessControlEntry]]
 
 
 def _root(pattern_type: PatternType) -> str:
@@ -138,6 +142,15 @@ def _decode_change(changes_path: str, data: bytes) -> ResourcePattern:
     )
 
 
+def _entries_and_version(read) -> tuple[frozenset[AccessControlEntry], int]:
+    """A pattern's entries and its znode's version (-1: no znode) from a kazoo read."""
+    try:
+        data, stat = read.get()
+    except NoNodeError:
+        return frozenset(), -1
+    return decode_acls(data), stat.version
+
+
 def _change_number(name: str) -> int:
     return int(name[len(CHANGE_PREFIX) :])
 
@@ -159,16 +172,27 @@ class AclStore:
 
     def read(self, pattern: ResourcePattern) -> tuple[frozenset[AccessControlEntry], int]:
         """The pattern's entries and its znode's version (-1: no znode)."""
-        try:
-            data, stat = self.zk.get(_path(pattern))
-        except NoNodeError:
-            return frozenset(), -1
-        return decode_acls(data), stat.version
+        return _entries_and_version(self.zk.get_async(_path(pattern)))
+
+    def read_all(
+        self, patterns: Iterable[ResourcePattern]
+    ) -> dict[ResourcePattern, frozenset[AccessControlEntry] | ValueError | KeyError]:
+        """Each pattern's entries, read in one pipelined round trip (a broker starting,
+        or following a tool that changed thousands at once, reads that many); a znode
+        that does not parse gives its error instead."""
+        reads = [(pattern, self.zk.get_async(_path(pattern))) for pattern in patterns]
+        found: dict = {}
+        for pattern, read in reads:
+            try:
+                found[pattern] = _entries_and_version(read)[0]
+            except (ValueError, KeyError) as error:
+                found[pattern] = error
+        return found
 
     def load_all(self) -> dict[ResourcePattern, frozenset[AccessControlEntry]]:
         """Every pattern's entries (patterns whose znode does not parse are logged and
         left out)."""
-        found = {}
+        patterns = []
         for pattern_type in (PatternType.LITERAL, PatternType.PREFIXED):
             for resource_type in STORED_TYPES:
                 directory = f"{_root(pattern_type)}/{resource_type.zk_name}"
@@ -176,42 +200,78 @@ class AclStore:
                     names = self.zk.get_children(directory)
                 except NoNodeError:
                     continue
-                for name in names:
-                    pattern = ResourcePattern(resource_type, name, pattern_type)
-                    try:
-                        entries, _ = self.read(pattern)
-                    except (ValueError, KeyError) as error:
-                        logger.error("ignoring the ACLs of %s: %r", pattern, error)
-                        continue
-                    if entries:
-                        found[pattern] = entries
+                patterns += [ResourcePattern(resource_type, n, pattern_type) for n in names]
+        found = {}
+        for pattern, entries in self.read_all(patterns).items():
+            if isinstance(entries, Exception):
+                logger.error("ignoring the ACLs of %s: %r", pattern, entries)
+            elif entries:
+                found[pattern] = entries
         return found
 
-    def update(
-        self,
-        pattern: ResourcePattern,
-        change: Callable[[frozenset[AccessControlEntry]], frozenset[AccessControlEntry]],
-    ) -> frozenset[AccessControlEntry]:
-        """Apply ``change`` to the pattern's entries with a conditional write (again on
-        a conflict), announce it, and return the entries now stored."""
-        while True:
-            current, version = self.read(pattern)
-            wanted = frozenset(change(current))
-            if wanted == current:
-                return current
-            path = _path(pattern)
-            try:
-                if not wanted:
-                    self.zk.delete(path, version=version)
-                elif version < 0:
-                    self.zk.create(path, encode_acls(wanted), makepath=True)
+    def update(self, pattern: ResourcePattern, change: AclChange) -> frozenset[AccessControlEntry]:
+        """:meth:`update_all` of one pattern: the entries now stored (its error raised)."""
+        outcome = self.update_all({pattern: change})[pattern]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def update_all(
+        self, changes: Mapping[ResourcePattern, AclChange]
+    ) -> dict[ResourcePattern, frozenset[AccessControlEntry] | ValueError | KeyError]:
+        """Apply each pattern's change to its entries with a conditional write, announce
+        each pattern written, and return the entries now stored (or the error of a znode
+        that does not parse). Pipelined: every znode is read in one round trip, every
+        write made in the next and every notification in a third, so that a request
+        with thousands of patterns (CreateAcls, DeleteAcls) takes three round trips, not
+        three per pattern; the patterns whose write met another writer's are read and
+        written again."""
+        outcomes: dict = {}
+        pending = dict(changes)
+        while pending:
+            reads = [(pattern, self.zk.get_async(_path(pattern))) for pattern in pending]
+            writes = []
+            for pattern, read in reads:
+                try:
+                    current, version = _entries_and_version(read)
+                except (ValueError, KeyError) as error:
+                    outcomes[pattern] = error
+                    continue
+                wanted = frozenset(pending[pattern](current))
+                if wanted == current:
+                    outcomes[pattern] = current
                 else:
-                    self.zk.set(path, encode_acls(wanted), version=version)
-            except (BadVersionError, NodeExistsError, NoNodeError):
-                continue  # another writer came first: read again
-            changes_path, data = _encode_change(pattern)
-            self.zk.create(f"{changes_path}/{CHANGE_PREFIX}", data, sequence=True, makepath=True)
-            return wanted
+                    writes.append((pattern, wanted, self._write_async(pattern, wanted, version)))
+            conflicts = {}
+            notifications = []
+            for pattern, wanted, write in writes:
+                try:
+                    write.get()
+                except (BadVersionError, NodeExistsError, NoNodeError):
+                    conflicts[pattern] = pending[pattern]  # another writer came first
+                    continue
+                outcomes[pattern] = wanted
+                changes_path, data = _encode_change(pattern)
+                notifications.append(
+                    self.zk.create_async(
+                        f"{changes_path}/{CHANGE_PREFIX}", data, sequence=True, makepath=True
+                    )
+                )
+            for notification in notifications:
+                notification.get()
+            pending = conflicts
+        return outcomes
+
+    def _write_async(
+        self, pattern: ResourcePattern, wanted: frozenset[AccessControlEntry], version: int
+    ):
+        """The conditional write that makes the pattern's znode hold ``wanted``, sent."""
+        path = _path(pattern)
+        if not wanted:
+            return self.zk.delete_async(path, version=version)
+        if version < 0:
+            return self.zk.create_async(path, encode_acls(wanted), makepath=True)
+        return self.zk.set_async(path, encode_acls(wanted), version=version)
 
     def changes(self, changes_path: str, watch: Callable | None = None) -> list[str]:
         """The notifications under ``changes_path``, oldest first."""
@@ -318,22 +378,21 @@ class AclChangeFollower:
                 fresh[name] = number
         if fresh:
             patterns = await asyncio.to_thread(store.changed_patterns, changes_path, list(fresh))
-            for pattern in patterns:
-                await self.apply(pattern)
+            self.apply(await asyncio.to_thread(store.read_all, patterns))
             self._last[changes_path] = max(fresh.values())
         if names:
             now_ms = int(time.time() * 1000)
             await asyncio.to_thread(store.purge_changes, changes_path, names, now_ms)
 
-    async def apply(self, pattern: ResourcePattern) -> None:
-        """Read the pattern's entries again into the cache."""
-        try:
-            entries, _ = await asyncio.to_thread(self.store.read, pattern)
-        except (ValueError, KeyError) as error:
-            logger.error("ignoring the ACLs of %s: %r", pattern, error)
-            return
-        self.authorizer.set_acls(pattern, entries)
-        if len(entries) <= LOGGED_ENTRIES:
-            logger.info("ACLs of %s now: %s", pattern, ", ".join(map(str, sorted(entries))))
-        else:
-            logger.info("ACLs of %s now: %d entries", pattern, len(entries))
+    def apply(self, read: dict[ResourcePattern, frozenset[AccessControlEntry] | Exception]) -> None:
+        """The patterns' entries read again into the cache (one whose znode does not
+        parse is logged and left as it was)."""
+        for pattern, entries in read.items():
+            if isinstance(entries, Exception):
+                logger.error("ignoring the ACLs of %s: %r", pattern, entries)
+                continue
+            self.authorizer.set_acls(pattern, entries)
+            if len(entries) <= LOGGED_ENTRIES:
+                logger.info("ACLs of %s now: %s", pattern, ", ".join(map(str, sorted(entries))))
+            else:
+                logger.info("ACLs of %s now: %d entries", pattern, len(entries))

@@ -15,6 +15,7 @@ cluster).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 from tidelog.protocol import ApiKey, response_class
@@ -104,11 +105,16 @@ async def handle_create_acls(broker, header, request, context):
             results[index] = (ErrorCode.UNKNOWN_SERVER_ERROR, unusable)
         else:
             wanted.setdefault(binding.pattern, []).append((index, binding.entry))
+    outcomes = await _update(
+        broker,
+        {
+            pattern: lambda current, added=frozenset(e for _, e in entries): current | added
+            for pattern, entries in wanted.items()
+        },
+    )
     for pattern, entries in wanted.items():
-        added = frozenset(entry for _, entry in entries)
-        outcome = await _update(broker, pattern, lambda current, added=added: current | added)
         for index, _ in entries:
-            results[index] = outcome
+            results[index] = outcomes[pattern]
     return CreateAclsResponse(
         results=[
             CreateAclsResponse.AclCreationResult(error_code=code, error_message=message)
@@ -117,17 +123,25 @@ async def handle_create_acls(broker, header, request, context):
     )
 
 
-async def _update(broker, pattern, change) -> tuple[ErrorCode, str | None]:
-    """Write one pattern's entries through the store and into the cache."""
+async def _update(broker, changes) -> dict[ResourcePattern, tuple[ErrorCode, str | None]]:
+    """Write the patterns' entries through the store (:meth:`AclStore.update_all`, all
+    patterns in a few pipelined round trips) and into the cache; each pattern's outcome."""
     try:
-        stored = await asyncio.to_thread(
-            broker.zk_security.acl_changes.store.update, pattern, change
-        )
+        stored = await asyncio.to_thread(broker.zk_security.acl_changes.store.update_all, changes)
     except Exception as error:
-        logger.exception("writing the ACLs of %s failed", pattern)
-        return ErrorCode.UNKNOWN_SERVER_ERROR, f"writing the ACLs of {pattern} failed: {error}"
-    broker.authorizer.set_acls(pattern, stored)
-    return ErrorCode.NONE, None
+        logger.exception("writing the ACLs of %d resource patterns failed", len(changes))
+        failed = (ErrorCode.UNKNOWN_SERVER_ERROR, f"writing the ACLs failed: {error}")
+        return dict.fromkeys(changes, failed)
+    outcomes = {}
+    for pattern, entries in stored.items():
+        if isinstance(entries, Exception):
+            logger.error("writing the ACLs of %s failed: %r", pattern, entries)
+            message = f"writing the ACLs of {pattern} failed: {entries}"
+            outcomes[pattern] = (ErrorCode.UNKNOWN_SERVER_ERROR, message)
+        else:
+            broker.authorizer.set_acls(pattern, entries)
+            outcomes[pattern] = (ErrorCode.NONE, None)
+    return outcomes
 
 
 def _by_pattern(bindings) -> dict[ResourcePattern, list[AccessControlEntry]]:
@@ -223,21 +237,23 @@ async def handle_delete_acls(broker, header, request, context):
     ]
     valid = [f for f in filters if f.unknown_element() is None]
     patterns = sorted({b.pattern for f in valid for b in broker.authorizer.acls(f)})
+    # What each pattern's change removed, from the entries it was last applied to.
+    gone: dict[ResourcePattern, set[AclBinding]] = {pattern: set() for pattern in patterns}
+
+    def change(current, pattern):
+        gone[pattern] = {
+            AclBinding(pattern, e)
+            for e in current
+            if any(f.matches(AclBinding(pattern, e)) for f in valid)
+        }
+        return frozenset(e for e in current if AclBinding(pattern, e) not in gone[pattern])
+
+    outcomes = await _update(
+        broker, {pattern: functools.partial(change, pattern=pattern) for pattern in patterns}
+    )
     removed: dict[AclBinding, tuple[ErrorCode, str | None]] = {}
-    for pattern in patterns:
-        gone: set[AclBinding] = set()
-
-        def change(current, pattern=pattern, gone=gone):
-            gone.clear()
-            gone.update(
-                AclBinding(pattern, e)
-                for e in current
-                if any(f.matches(AclBinding(pattern, e)) for f in valid)
-            )
-            return frozenset(e for e in current if AclBinding(pattern, e) not in gone)
-
-        outcome = await _update(broker, pattern, change)
-        removed.update(dict.fromkeys(gone, outcome))
+    for pattern, bindings in gone.items():
+        removed.update(dict.fromkeys(bindings, outcomes[pattern]))
     results = []
     for wanted in filters:
         reason = wanted.unknown_element()
