@@ -150,7 +150,7 @@ FULL = Scale(
     s15_connection_seconds=10,
     s15_acls=10_000,
     s15_acl_repeats=3,
-    s15_sessions=2,
+    s15_sessions=4,
     sessions=4,
     cluster_sessions=2,
 )
