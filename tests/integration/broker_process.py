@@ -10,7 +10,13 @@ from kazoo.client import KazooClient
 from tidelog.server import process
 from tidelog.server.process import TIDELOG_SERVER, free_port
 
-__all__ = ["TIDELOG_SERVER", "BrokerProcess", "free_port", "uninformed_broker"]
+__all__ = [
+    "TIDELOG_SERVER",
+    "BrokerProcess",
+    "free_port",
+    "two_listener_broker",
+    "uninformed_broker",
+]
 
 
 class BrokerProcess(process.BrokerProcess):
@@ -21,6 +27,19 @@ class BrokerProcess(process.BrokerProcess):
 
     def extra_properties(self) -> dict[str, str]:
         return {**super().extra_properties(), "offsets.topic.replication.factor": "1"}
+
+
+def two_listener_broker(
+    directory: Path, zk_connect: str, name: str, overrides: dict[str, str]
+) -> tuple[BrokerProcess, int]:
+    """A broker, not started, with a PLAINTEXT listener on its own ``port`` and the
+    listener ``name`` on another free port (returned), and ``overrides``."""
+    plain, second = free_port(), free_port()
+    listeners = f"PLAINTEXT://127.0.0.1:{plain},{name}://127.0.0.1:{second}"
+    process = BrokerProcess(
+        directory, zk_connect, port=plain, overrides={"listeners": listeners, **overrides}
+    )
+    return process, second
 
 
 @contextlib.contextmanager

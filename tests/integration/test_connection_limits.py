@@ -16,7 +16,7 @@ import struct
 
 import pytest
 
-from integration.broker_process import BrokerProcess, free_port
+from integration.broker_process import BrokerProcess, two_listener_broker
 from integration.clients import read_frame
 from tidelog.admin import AdminClient
 from tidelog.admin.topics import AlterConfigOp
@@ -78,20 +78,16 @@ def held_until_refused(port: int, stack: contextlib.ExitStack, at_most: int = 10
 
 @pytest.fixture
 def limited_broker(tmp_path, zk_chroot):
-    internal = free_port()
-    broker = BrokerProcess(
+    broker, broker.internal_port = two_listener_broker(
         tmp_path / "broker",
         zk_chroot,
-        overrides={
-            "listeners": "PLAINTEXT://127.0.0.1:{port},INTERNAL://127.0.0.1:" + str(internal),
+        "INTERNAL",
+        {
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
             "inter.broker.listener.name": "INTERNAL",
             "max.connections.per.ip": "3",
         },
     )
-    text = broker.config_path.read_text().replace("{port}", str(broker.port))
-    broker.config_path.write_text(text)
-    broker.internal_port = internal
     broker.start()
     yield broker
     assert broker.stop() == 0, broker.log()[-3000:]

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka import KafkaProducer
 
-from integration.broker_process import BrokerProcess, free_port
+from integration.broker_process import two_listener_broker
 from integration.clients import create_topics, read_frame
 from integration.sasl_setup import (
     MECHANISMS,
@@ -33,21 +33,17 @@ USERS = {"steady": "steady-secret"}
 
 @pytest.fixture(scope="module")
 def broker(module_chroot, tmp_path_factory):
-    sasl = free_port()
-    process = BrokerProcess(
+    process, sasl = two_listener_broker(
         tmp_path_factory.mktemp("sasl-fuzz"),
         module_chroot,
-        overrides={
-            "listeners": "PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:" + str(sasl),
+        "SASL_PLAINTEXT",
+        {
             "inter.broker.listener.name": "PLAINTEXT",
             "connection.failed.authentication.delay.ms": "0",
             "sasl.server.max.receive.size": "4096",
             **sasl_listener_overrides("SASL_PLAINTEXT", MECHANISMS, USERS),
         },
     )
-    # the PLAINTEXT listener is the process's own port
-    text = process.config_path.read_text().replace("{port}", str(process.port))
-    process.config_path.write_text(text)
     process.start()
     create_scram_user(process.port, "steady", USERS["steady"])
     wait_for_login(sasl, "SCRAM-SHA-512", "steady", USERS["steady"])

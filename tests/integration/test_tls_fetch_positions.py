@@ -11,9 +11,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from integration.broker_process import BrokerProcess, free_port
 from integration.clients import create_topics
-from integration.tls_files import TlsFiles
+from integration.tls_files import TlsFiles, ssl_broker
 
 TOPIC = "positions"
 RECORDS = 3000  # about 3 MB: responses far past the 64 KiB that go inline
@@ -22,21 +21,9 @@ RECORDS = 3000  # about 3 MB: responses far past the 64 KiB that go inline
 @pytest.fixture
 def broker(tmp_path, zk_chroot):
     tls = TlsFiles.make(tmp_path / "tls")
-    secure = free_port()
-    process = BrokerProcess(
-        tmp_path / "broker",
-        zk_chroot,
-        overrides={
-            "listeners": "PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:" + str(secure),
-            "inter.broker.listener.name": "PLAINTEXT",
-            **tls.listener_overrides(tls.broker_keystore()),
-        },
-    )
-    text = process.config_path.read_text().replace("{port}", str(process.port))
-    process.config_path.write_text(text)
-    process.start()
+    process = ssl_broker(tls, tmp_path / "broker", zk_chroot)
     process.ssl_settings = {
-        "bootstrap.servers": f"127.0.0.1:{secure}",
+        "bootstrap.servers": f"127.0.0.1:{process.ssl_port}",
         "security.protocol": "SSL",
         "ssl.ca.location": str(tls.ca_file),
     }

@@ -17,9 +17,8 @@ from confluent_kafka import Producer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from integration.broker_process import BrokerProcess, free_port
 from integration.clients import create_topics
-from integration.tls_files import TlsFiles
+from integration.tls_files import TlsFiles, ssl_broker
 from tidelog.protocol import ApiKey, RequestHeader, encode_request
 from waiting import wait_until
 
@@ -31,21 +30,8 @@ def tls(tmp_path_factory) -> TlsFiles:
 
 @pytest.fixture(scope="module")
 def broker(module_chroot, tmp_path_factory, tls):
-    secure = free_port()
-    process = BrokerProcess(
-        tmp_path_factory.mktemp("tls-fuzz-broker"),
-        module_chroot,
-        overrides={
-            "listeners": "PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:" + str(secure),
-            "inter.broker.listener.name": "PLAINTEXT",
-            **tls.listener_overrides(tls.broker_keystore()),
-        },
-    )
-    text = process.config_path.read_text().replace("{port}", str(process.port))
-    process.config_path.write_text(text)
-    process.start()
+    process = ssl_broker(tls, tmp_path_factory.mktemp("tls-fuzz-broker"), module_chroot)
     create_topics(process.bootstrap, ["steady"], 1)
-    process.ssl_port = secure
     yield process
     assert process.stop() == 0, process.log()[-3000:]
 

@@ -1,12 +1,13 @@
 """Certificates on disk for TLS tests: a CA, a broker's keystore and truststore, and a
 client's certificate, in the forms each client library reads; broker overrides for TLS
-listeners that use them."""
+listeners that use them, and a broker with a PLAINTEXT and an SSL listener."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from integration.broker_process import BrokerProcess, two_listener_broker
 from tidelog.security.certificates import CertificateAuthority, Issued
 
 
@@ -72,3 +73,18 @@ class TlsFiles:
                 "ssl.keystore.location": str(client.keystore),
             }
         return properties
+
+
+def ssl_broker(tls: TlsFiles, directory: Path, zk_connect: str) -> BrokerProcess:
+    """A started broker whose PLAINTEXT listener (its ``port``) is the inter-broker one
+    and whose SSL listener, on ``ssl_port``, serves ``tls``'s broker keystore."""
+    process, process.ssl_port = two_listener_broker(
+        directory,
+        zk_connect,
+        "SSL",
+        {
+            "inter.broker.listener.name": "PLAINTEXT",
+            **tls.listener_overrides(tls.broker_keystore()),
+        },
+    )
+    return process.start()
