@@ -66,9 +66,9 @@ def read(cluster: Cluster, topic: str, start: int, count: int) -> list[int]:
 
 
 def test_a_partition_read_from_its_start_after_a_read_from_its_middle(tmp_path, zk_chroot):
-    """Through TLS an answer with more of a segment than the broker copies inline leaves
-    by asyncio's read-and-write loop instead of sendfile: each answer must hold the bytes
-    at its own position in the segment, whatever another answer read from it before."""
+    """Through TLS an answer with more of a segment than the broker copies inline cannot
+    go by sendfile and is read from the segment by the broker: each answer must hold the
+    bytes at its own position in the segment, whatever another answer read before."""
     with Cluster(tmp_path, zk_chroot, size=1, security="sasl_ssl") as cluster:
         cluster.create_topic("reread", partitions=1, replication_factor=1)
         producer = Producer({**cluster.client_config(), "linger.ms": 5})
