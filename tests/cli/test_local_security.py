@@ -176,6 +176,29 @@ def test_tidelog_tools_take_command_config(secured):
     )
     assert refused.returncode == 1
     assert refused.stderr.startswith("Error: ") and len(refused.stderr.splitlines()) == 1
+    # A wrong password, or a certificate the cluster's CA did not sign: one line too.
+    properties = (base / "client.properties").read_text()
+    if cluster["security"]["mechanism"]:
+        password = cluster["security"]["password"]
+        wrong = properties.replace(f'password="{password}"', 'password="not-the-password"')
+    else:
+        wrong = "".join(
+            line + "\n" for line in properties.splitlines() if not line.startswith("ssl.keystore")
+        )
+    assert wrong != properties
+    (base / "wrong.properties").write_text(wrong)
+    refused = subprocess.run(
+        [
+            str(TIDELOG_TOPICS),
+            *("--bootstrap-server", bootstrap, "--list"),
+            *("--command-config", str(base / "wrong.properties")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Error: ") and len(refused.stderr.splitlines()) == 1
 
 
 def test_confluent_kafka_with_cluster_json(secured):

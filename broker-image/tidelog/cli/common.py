@@ -15,6 +15,7 @@ from typing import TextIO, TypeVar
 from tidelog.admin import AdminError
 from tidelog.protocol.errors import ProtocolError
 from tidelog.security.client_security import ClientSecurity
+from tidelog.security.sasl_client import SaslAuthenticationFailed
 from tidelog.server.properties import parse_properties
 
 __all__ = [
@@ -100,8 +101,8 @@ def run_tool(
 ) -> int:
     """A tool's ``main``: ``parse`` the arguments (sys.argv's by default), then
     ``execute`` them, which returns the exit status (None: 0). Bad input and failures
-    print one ``Error: ...`` line on ``err`` and give status 1; a failure to reach or
-    use the cluster reads ``Error: <failed_due_to> failed due to <error>`` when given,
+    print one ``Error: ...`` line on ``err`` and give status 1; a failure to reach, log
+    in to or use the cluster reads ``Error: <failed_due_to> failed due to <error>`` when given,
     as Kafka's tools word it. ``--help`` gives argparse's status, Ctrl-C 130."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
@@ -118,7 +119,7 @@ def run_tool(
     except (CommandError, ValueError) as error:
         print(f"Error: {error}", file=err)
         return 1
-    except (AdminError, OSError, ProtocolError) as error:
+    except (AdminError, OSError, ProtocolError, SaslAuthenticationFailed) as error:
         print(
             f"Error: {failed_due_to + ' failed due to ' if failed_due_to else ''}{error}", file=err
         )
