@@ -1,18 +1,19 @@
 """Shared by the ZooKeeper tests: a kazoo session as a context manager, an ensemble of
-three servers, the server that holds a session."""
+three servers, the server that holds a session, a server's mode."""
 
 from __future__ import annotations
 
 import os
 import signal
 import socket
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 from kazoo.client import KazooClient
 
 from tidelog.zookeeper import ZooKeeperServer, four_letter_word
+from tidelog.zookeeper.server import ZooKeeperTls
 
 
 @contextmanager
@@ -27,20 +28,28 @@ def kazoo_session(hosts: str) -> Iterator[KazooClient]:
 
 
 @contextmanager
-def zookeeper_ensemble(directory: Path) -> Iterator[dict[int, ZooKeeperServer]]:
+def zookeeper_ensemble(
+    directory: Path,
+    tls: Mapping[int, ZooKeeperTls] | None = None,
+    serving: Collection[int] = (1, 2, 3),
+) -> Iterator[dict[int, ZooKeeperServer]]:
     """Three servers of one ensemble on loopback (what a Cluster's ZooKeeper StatefulSet
-    runs), by id, serving; each is stopped afterwards (resumed first if it was frozen)."""
+    runs), by id, each with its ``tls`` if given; yielded once those in ``serving``
+    serve; each is stopped afterwards (resumed first if it was frozen)."""
+    tls = tls or {}
     ports = [_free_loopback_port() for _ in range(9)]
     peers = {i + 1: f"127.0.0.1:{ports[3 * i + 1]}:{ports[3 * i + 2]}" for i in range(3)}
     servers = {
-        i: ZooKeeperServer(directory / f"zk-{i}", port=ports[3 * (i - 1)], servers=peers, my_id=i)
+        i: ZooKeeperServer(
+            directory / f"zk-{i}", port=ports[3 * (i - 1)], servers=peers, my_id=i, tls=tls.get(i)
+        )
         for i in peers
     }
     try:
         for server in servers.values():  # none serves before a quorum is up
             server.start(wait=False)
-        for server in servers.values():
-            server.wait_until_serving(60)
+        for server_id in serving:
+            servers[server_id].wait_until_serving(60)
         yield servers
     finally:
         for server in servers.values():

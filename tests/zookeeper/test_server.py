@@ -4,10 +4,12 @@ clear failures; and the session fixtures built on it."""
 from __future__ import annotations
 
 import socket
+import ssl
 from pathlib import Path
 
 import pytest
 
+from tidelog.security.certificates import CertificateAuthority
 from tidelog.zookeeper import (
     ZooKeeperError,
     ZooKeeperServer,
@@ -15,6 +17,7 @@ from tidelog.zookeeper import (
     ZooKeeperStartError,
     four_letter_word,
 )
+from tidelog.zookeeper.server import ZooKeeperTls
 from waiting import wait_until
 from zookeeper.helpers import kazoo_session, server_mode, zookeeper_ensemble
 
@@ -109,3 +112,94 @@ def test_an_ensemble_member_needs_its_id_among_the_servers(tmp_path: Path) -> No
         ZooKeeperServer(tmp_path, servers={1: "a:1:2"}, my_id=2)
     with pytest.raises(ZooKeeperError, match="its own id among them"):
         ZooKeeperServer(tmp_path, my_id=1)
+
+
+def _quorum_tls(directory: Path, ca: CertificateAuthority, name: str, hosts=("127.0.0.1",)):
+    """Server ``name``'s certificate from ``ca`` naming ``hosts``, trusting the CA in
+    ``directory/ca.pem``, for its secure port and its quorum."""
+    issued = ca.issue(f"CN={name},O=tidelog.dev", hosts=hosts)
+    keystore = directory / f"{name}.pem"
+    keystore.write_bytes(issued.key_pem() + issued.chain_pem)
+    return ZooKeeperTls(keystore, directory / "ca.pem", quorum=True)
+
+
+def _cluster_ca(directory: Path) -> CertificateAuthority:
+    ca = CertificateAuthority("CN=cluster-ca")
+    (directory / "ca.pem").write_bytes(ca.certificate_pem)
+    return ca
+
+
+def _modes(servers: list[ZooKeeperServer]) -> list[str] | None:
+    modes = [server_mode(s) for s in servers]
+    return sorted(modes) if all(modes) else None
+
+
+def test_an_ensemble_with_quorum_tls_forms_a_quorum_and_serves(tmp_path: Path) -> None:
+    """The members elect a leader and replicate over mutual TLS: a member's election
+    port completes a TLS handshake with a certificate of the cluster CA and presents
+    the member's own."""
+    ca = _cluster_ca(tmp_path)
+    tls = {i: _quorum_tls(tmp_path, ca, f"zk-{i}") for i in (1, 2, 3)}
+    with zookeeper_ensemble(tmp_path, tls) as ensemble:
+        servers = list(ensemble.values())
+        modes = wait_until(lambda: _modes(servers), "every server says its mode")
+        assert modes == ["follower", "follower", "leader"]
+        with kazoo_session(servers[0].connect_string) as client:
+            client.create("/brokers/topics/orders", b"assigned", makepath=True)
+        with kazoo_session(servers[2].connect_string) as client:
+            client.sync("/brokers/topics/orders")
+            assert client.get("/brokers/topics/orders")[0] == b"assigned"
+
+        peer = _quorum_tls(tmp_path, ca, "peer")
+        context = ssl.create_default_context(cafile=str(peer.truststore))
+        context.load_cert_chain(str(peer.keystore))
+        election_port = int(servers[0].servers[1].rsplit(":", 1)[1])
+        with (
+            socket.create_connection(("127.0.0.1", election_port), timeout=10) as raw,
+            context.wrap_socket(raw, server_hostname="127.0.0.1") as tls_socket,
+        ):
+            subject = dict(pair[0] for pair in tls_socket.getpeercert()["subject"])
+        assert subject == {"commonName": "zk-1", "organizationName": "tidelog.dev"}
+
+
+@pytest.mark.parametrize(
+    ("odd_one", "refusal"),
+    [
+        ("another CA", "unable to find valid certification path"),
+        ("another host name", "doesn't match any of the subject alternative names: [zk-3."),
+    ],
+)
+def test_a_member_with_a_certificate_the_quorum_refuses_never_joins(
+    tmp_path: Path, odd_one: str, refusal: str
+) -> None:
+    """Server 3's quorum certificate is signed by another CA, or names another host than
+    the address it connects from (ZooKeeper checks the connecting peer's address too): the
+    other two refuse its handshakes, serve as a quorum of two, and it never serves."""
+    ca = _cluster_ca(tmp_path)
+    tls = {i: _quorum_tls(tmp_path, ca, f"zk-{i}") for i in (1, 2)}
+    if odd_one == "another CA":
+        tls[3] = _quorum_tls(tmp_path, CertificateAuthority("CN=other-ca"), "zk-3")
+    else:
+        tls[3] = _quorum_tls(tmp_path, ca, "zk-3", hosts=["zk-3.elsewhere.test"])
+    with zookeeper_ensemble(tmp_path, tls, serving=(1, 2)) as ensemble:
+        members, odd = [ensemble[1], ensemble[2]], ensemble[3]
+        assert wait_until(lambda: _modes(members), "both members say their mode") == [
+            "follower",
+            "leader",
+        ]
+        with kazoo_session(",".join(s.connect_string for s in members)) as client:
+            client.create("/brokers/ids/1", b"registered", makepath=True)
+        wait_until(
+            lambda: all(refusal in s.log_path.read_text() for s in members),
+            "both members refused server 3's certificate",
+        )
+        assert odd.is_running
+        assert server_mode(odd) is None
+        answer = four_letter_word("127.0.0.1", odd.port, "srvr")
+        assert "not currently serving requests" in answer
+
+
+def test_quorum_tls_needs_an_ensemble(tmp_path: Path) -> None:
+    tls = ZooKeeperTls(tmp_path / "zk.pem", tmp_path / "ca.pem", quorum=True)
+    with pytest.raises(ZooKeeperError, match="quorum TLS needs an ensemble"):
+        ZooKeeperServer(tmp_path, tls=tls)

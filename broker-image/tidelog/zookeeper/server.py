@@ -16,7 +16,16 @@ certificates signed by the truststore's CAs (``ssl.clientAuth``) and authenticat
 by their certificate (ZooKeeper's x509 provider), so that znodes created with the
 ``auth`` ACL scheme (Kafka's ``zookeeper.set.acl``) belong to the certificate's subject.
 Keystore and truststore are PEM files. The plain port stays open: the readiness probes
-(four-letter words) use it, and what the ACLs protect is the same on both ports.
+(four-letter words) use it, and what the ACLs protect is the same on both ports; it may
+listen on another address than the secure one (``host`` and ``secure_host``: loopback
+for the probes, every address for the clients). With ``ZooKeeperTls.quorum`` the members
+of an ensemble also talk to each other over mutual TLS with the same files.
+
+Reload (ZooKeeper 3.8.4, as cached): the quorum's files are reloaded when an entry of their
+own name in their directory is created or modified (``sslQuorumReloadCertFiles``; a file
+that fails to load keeps the old certificates), so not by a Kubernetes Secret volume's
+update, which swaps its ``..data`` symlink only. The secure client port never reloads
+(``zookeeper.client.certReload`` came with 3.8.5).
 
 The jars come from ``make zookeeper-libs``: the directory named by ``TIDELOG_ZOOKEEPER_LIBS``
 (the Makefile exports it), else the newest complete ``zookeeper-<version>/libs`` in
@@ -73,6 +82,7 @@ _HOW_TO_FIX = "run `make zookeeper-libs` (needs Java 17 and Maven)"
 _POLL_INTERVAL_S = 0.05
 # Short: whatever else may hold the port accepts the probe and never answers it.
 _PROBE_TIMEOUT_S = 0.5
+_EVERY_ADDRESS = ("0.0.0.0", "::")
 # The first line of a Java stack trace, e.g. "java.net.BindException: Address already in use".
 _THROWABLE = re.compile(
     r"^(Error: |(Exception in thread \S+ )?([\w$]+\.)+[\w$]*(Exception|Error)\b)"
@@ -84,7 +94,7 @@ class ZooKeeperError(RuntimeError):
 
 
 class ZooKeeperSetupError(ZooKeeperError):
-    """This machine lacks something: ZooKeeper's jars or a Java runtime."""
+    """This machine lacks something: ZooKeeper's jars, a Java runtime or TLS files."""
 
 
 class ZooKeeperStartError(ZooKeeperError):
@@ -157,15 +167,46 @@ def _properties_value(value: object) -> str:
     return str(value).replace("\\", "\\\\")
 
 
+_PEM_BLOCK = re.compile(rb"-----BEGIN ([A-Z ]+)-----")
+
+
 @dataclass(frozen=True)
 class ZooKeeperTls:
     """TLS for a server's secure port: ``keystore`` a PEM file with the server's private
     key and certificate chain, ``truststore`` a PEM file of the CAs whose clients it
-    accepts; ``client_auth`` ZooKeeper's ``ssl.clientAuth`` (need, want or none)."""
+    accepts; ``client_auth`` ZooKeeper's ``ssl.clientAuth`` (need, want or none).
+
+    With ``quorum``, an ensemble member also speaks mutual TLS to its peers
+    (``sslQuorum``, ``ssl.quorum.*``) with the same files. ``quorum_hostname_verification``
+    (ZooKeeper's default) checks both ends: the peer dialed must name the address or host
+    it was dialed at, and a peer that connects the address it connects from (or that
+    address's reverse-DNS name). Without it any certificate of the truststore's CAs may
+    join the quorum.
+    """
 
     keystore: Path
     truststore: Path
     client_auth: str = "need"
+    quorum: bool = False
+    quorum_hostname_verification: bool = True
+
+    def check_files(self) -> None:
+        """Raise :class:`ZooKeeperSetupError` unless the keystore holds a private key and
+        a certificate and the truststore a certificate (ZooKeeper would only find out at
+        the first TLS connection)."""
+        for path, what, needed in (
+            (self.keystore, "keystore", ("PRIVATE KEY", "CERTIFICATE")),
+            (self.truststore, "truststore", ("CERTIFICATE",)),
+        ):
+            try:
+                blocks = {m.group(1).decode() for m in _PEM_BLOCK.finditer(Path(path).read_bytes())}
+            except OSError as exc:
+                raise ZooKeeperSetupError(
+                    f"cannot read the TLS {what} {path}: {exc.strerror}"
+                ) from None
+            for kind in needed:
+                if not any(block.endswith(kind) for block in blocks):
+                    raise ZooKeeperSetupError(f"the TLS {what} {path} holds no PEM {kind.lower()}")
 
 
 class ZooKeeperServer:
@@ -173,7 +214,9 @@ class ZooKeeperServer:
     or server ``my_id`` of the ensemble ``servers`` (id → ``host:peer-port:election-port``,
     itself included), which serves once a quorum of them is up.
 
-    ``port=0`` picks a free port at the first start and keeps it for restarts.
+    With ``tls``, the secure port ``secure_port`` listens on ``secure_host`` (``host``
+    unless given; ``0.0.0.0`` for every address). ``port=0`` and ``secure_port=0`` pick a
+    free port at the first start and keep it for restarts.
     Use as a context manager (start on enter, stop on exit) or call :meth:`start` and
     :meth:`stop`.
     """
@@ -191,11 +234,16 @@ class ZooKeeperServer:
         servers: Mapping[int, str] | None = None,
         my_id: int | None = None,
         tls: ZooKeeperTls | None = None,
+        secure_port: int = 0,
+        secure_host: str | None = None,
     ) -> None:
         if (servers is None) != (my_id is None) or (servers and my_id not in servers):
             raise ZooKeeperError("an ensemble member needs the servers and its own id among them")
+        if tls is not None and tls.quorum and not servers:
+            raise ZooKeeperError("quorum TLS needs an ensemble: give the servers and my_id")
         self.data_dir = Path(data_dir).absolute()
         self.host = host
+        self.secure_host = secure_host or host
         self.tick_time = tick_time
         self.max_client_cnxns = max_client_cnxns
         self._port: int | None = port or None
@@ -204,7 +252,8 @@ class ZooKeeperServer:
         self.servers = dict(servers or {})
         self.my_id = my_id
         self.tls = tls
-        self._secure_port: int | None = None
+        self._given_ports = (self._port, secure_port or None)
+        self._secure_port: int | None = secure_port or None
         self._process: subprocess.Popen[bytes] | None = None
         self._log_offset = 0  # where the current run's output starts in the log
 
@@ -231,8 +280,15 @@ class ZooKeeperServer:
 
     @property
     def secure_connect_string(self) -> str:
-        """``host:secure_port``, for a client with ``zookeeper.ssl.client.enable``."""
-        return f"{self.host}:{self.secure_port}"
+        """``secure_host:secure_port``, for a client with ``zookeeper.ssl.client.enable``
+        (``host`` stands in for a ``secure_host`` of every address)."""
+        return f"{self._secure_reach}:{self.secure_port}"
+
+    @property
+    def _secure_reach(self) -> str:
+        """Where the secure port is reached: its own address, or ``host`` when it
+        listens on every address."""
+        return self.host if self.secure_host in _EVERY_ADDRESS else self.secure_host
 
     @property
     def config_path(self) -> Path:
@@ -266,14 +322,17 @@ class ZooKeeperServer:
             raise ZooKeeperError(f"ZooKeeper is already running at {self.connect_string}")
         libs = zookeeper_libs(self._libs)
         java = self._java or find_java()
+        if self.tls is not None:
+            self.tls.check_files()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         # Only a port we picked ourselves may be lost to a race with another process.
-        attempts = 3 if self._port is None else 1
+        picking = self._port is None or (self.tls is not None and self._secure_port is None)
+        attempts = 3 if picking else 1
         for attempt in range(1, attempts + 1):
             if self._port is None:
                 self._port = _free_port(self.host)
             if self.tls is not None and self._secure_port is None:
-                self._secure_port = _free_port(self.host)
+                self._secure_port = _free_port(self.secure_host)
             try:
                 self._launch(java, libs)
                 if not wait:
@@ -282,7 +341,7 @@ class ZooKeeperServer:
             except _PortTaken:
                 if attempt == attempts:
                     raise
-                self._port = self._secure_port = None
+                self._port, self._secure_port = self._given_ports
             else:
                 break
         return self
@@ -346,6 +405,8 @@ class ZooKeeperServer:
         if self.servers:
             (self.data_dir / "myid").write_text(f"{self.my_id}\n")
             settings.update({"initLimit": 10, "syncLimit": 5, "quorumListenOnAllIPs": "true"})
+            if self.tls is not None and self.tls.quorum:
+                settings.update(self._quorum_tls_settings())
             settings.update({f"server.{i}": peer for i, peer in sorted(self.servers.items())})
         lines = [f"{key}={_properties_value(value)}" for key, value in settings.items()]
         self.config_path.write_text("\n".join(["# written by tidelog-zookeeper", *lines, ""]))
@@ -353,7 +414,7 @@ class ZooKeeperServer:
     def _tls_settings(self) -> dict[str, object]:
         tls = self.tls
         return {
-            "secureClientPortAddress": self.host,
+            "secureClientPortAddress": self.secure_host,
             "secureClientPort": self._secure_port,
             "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
             "ssl.keyStore.location": Path(tls.keystore).absolute(),
@@ -364,6 +425,21 @@ class ZooKeeperServer:
             # Clients connect by address; their certificates name them, not their IPs.
             "ssl.hostnameVerification": "false",
             "authProvider.x509": "org.apache.zookeeper.server.auth.X509AuthenticationProvider",
+        }
+
+    def _quorum_tls_settings(self) -> dict[str, object]:
+        """Mutual TLS between the members (QuorumX509Util's ``ssl.quorum.`` keys). PEM
+        stores need no password: ZooKeeper reads an unencrypted key when it is empty."""
+        tls = self.tls
+        return {
+            "sslQuorum": "true",
+            "ssl.quorum.keyStore.location": Path(tls.keystore).absolute(),
+            "ssl.quorum.keyStore.type": "PEM",
+            "ssl.quorum.trustStore.location": Path(tls.truststore).absolute(),
+            "ssl.quorum.trustStore.type": "PEM",
+            "ssl.quorum.clientAuth": "need",
+            "ssl.quorum.hostnameVerification": str(tls.quorum_hostname_verification).lower(),
+            "sslQuorumReloadCertFiles": "true",
         }
 
     def _launch(self, java: str, libs: Path) -> None:
@@ -386,13 +462,19 @@ class ZooKeeperServer:
             )
 
     def _serving(self) -> bool:
-        """``ruok`` alone is not enough: it answers ``imok`` before the data is loaded."""
+        """``ruok`` alone is not enough: it answers ``imok`` before the data is loaded.
+        A standalone server opens its secure port only after it serves on the plain one;
+        its log says when (a probe of that port would log a failed TLS handshake)."""
         try:
             if four_letter_word(self.host, self.port, "ruok", _PROBE_TIMEOUT_S) != "imok":
                 return False
-            return "Mode: " in four_letter_word(self.host, self.port, "srvr", _PROBE_TIMEOUT_S)
+            if "Mode: " not in four_letter_word(self.host, self.port, "srvr", _PROBE_TIMEOUT_S):
+                return False
         except OSError:
             return False
+        return self.tls is None or f" bound to port {self._secure_port}\n" in (
+            self._output_since_launch()
+        )
 
     def wait_until_serving(self, timeout: float = 30.0) -> None:
         """Return once the launched server serves requests; ZooKeeperStartError (and
@@ -406,7 +488,10 @@ class ZooKeeperServer:
                 self._process = None
                 output = self._output_since_launch()
                 if "Address already in use" in output:
-                    raise _PortTaken(f"cannot listen on {self.connect_string}: address in use")
+                    secure = f" or {self.secure_host}:{self._secure_port}" if self.tls else ""
+                    raise _PortTaken(
+                        f"cannot listen on {self.connect_string}{secure}: address in use"
+                    )
                 self._fail(f"ZooKeeper exited with status {status} while starting", output)
             if self._serving():
                 return
