@@ -1,9 +1,16 @@
 """``tidelog-zookeeper``: a ZooKeeper server in the foreground, standalone or, with
 ``--server`` for each member of an ensemble and ``--my-id``, one of the ensemble.
 
-Prints ``zookeeper ready at HOST:PORT`` once the server serves requests, then waits.
+With ``--secure-port``, ``--tls-keystore`` and ``--tls-truststore`` (PEM files) it also
+serves TLS clients, authenticated by their certificates, on the secure port, which
+listens on ``--secure-host`` (``--host`` unless given); ``--quorum-tls`` makes the members
+of an ensemble talk to each other over mutual TLS with the same files.
+
+Prints ``zookeeper ready at HOST:PORT`` (with TLS: ``zookeeper ready at HOST:PORT, TLS at
+HOST:PORT``) once the server serves requests, then waits.
 SIGTERM or SIGINT stops the server and exits 0. Exit status 1, with one line on stderr,
-when the server cannot start (jars or Java missing, port taken, ...) or dies on its own.
+when the server cannot start (jars, Java or a TLS file missing, port taken, ...) or dies
+on its own.
 The server's own log is ``zookeeper.log`` in the data directory.
 """
 
@@ -15,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .server import ZooKeeperError, ZooKeeperServer
+from .server import ZooKeeperError, ZooKeeperServer, ZooKeeperTls
 
 __all__ = ["main"]
 
@@ -33,7 +40,8 @@ def _request_stop(signum: int, frame: object) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Run a standalone ZooKeeper server in the foreground."
+        prog=PROG,
+        description="Run a ZooKeeper server, standalone or one of an ensemble, in the foreground.",
     )
     parser.add_argument("--port", type=int, required=True, help="client port; 0 picks a free one")
     parser.add_argument(
@@ -57,6 +65,34 @@ def _parser() -> argparse.ArgumentParser:
         help="a member of the ensemble (repeat for each, this one included)",
     )
     parser.add_argument("--my-id", type=int, metavar="ID", help="this server's id in the ensemble")
+    tls = parser.add_argument_group("TLS")
+    tls.add_argument(
+        "--secure-port", type=int, metavar="PORT", help="TLS client port; 0 picks a free one"
+    )
+    tls.add_argument(
+        "--secure-host", metavar="ADDR", help="address the TLS port listens on (default: --host)"
+    )
+    tls.add_argument(
+        "--tls-keystore", type=Path, metavar="PEM", help="the server's private key and chain"
+    )
+    tls.add_argument(
+        "--tls-truststore", type=Path, metavar="PEM", help="the CAs of clients and peers"
+    )
+    tls.add_argument(
+        "--client-auth",
+        choices=("need", "want", "none"),
+        default="need",
+        help="whether TLS clients must present a certificate (default: need)",
+    )
+    tls.add_argument(
+        "--quorum-tls", action="store_true", help="mutual TLS between the ensemble's members"
+    )
+    tls.add_argument(
+        "--quorum-hostname-verification",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="peers' certificates must name their addresses or host names (default: on)",
+    )
     return parser
 
 
@@ -67,12 +103,32 @@ def _server(text: str) -> tuple[int, str]:
     return int(number), address
 
 
+def _tls(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ZooKeeperTls | None:
+    given = (args.secure_port is not None, args.tls_keystore, args.tls_truststore)
+    if not any(given):
+        if args.quorum_tls or args.secure_host:
+            parser.error("--quorum-tls and --secure-host need --secure-port and the TLS files")
+        return None
+    if not all(given):
+        parser.error("--secure-port, --tls-keystore and --tls-truststore go together")
+    if args.quorum_tls and not args.server:
+        parser.error("--quorum-tls needs an ensemble (--server and --my-id)")
+    return ZooKeeperTls(
+        args.tls_keystore,
+        args.tls_truststore,
+        args.client_auth,
+        quorum=args.quorum_tls,
+        quorum_hostname_verification=args.quorum_hostname_verification,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     servers = dict(args.server)
     if bool(servers) != (args.my_id is not None) or (servers and args.my_id not in servers):
         parser.error("an ensemble member needs --server for each member and --my-id among them")
+    tls = _tls(parser, args)
     server = ZooKeeperServer(
         args.data_dir,
         port=args.port,
@@ -81,11 +137,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_client_cnxns=args.max_client_cnxns,
         servers=servers or None,
         my_id=args.my_id,
+        tls=tls,
+        secure_port=args.secure_port or 0,
+        secure_host=args.secure_host,
     )
     previous = {signum: signal.signal(signum, _request_stop) for signum in _STOP_SIGNALS}
     try:
         server.start(args.start_timeout)
-        print(f"zookeeper ready at {server.connect_string}", flush=True)
+        secure = f", TLS at {server.secure_connect_string}" if tls is not None else ""
+        print(f"zookeeper ready at {server.connect_string}{secure}", flush=True)
         status = server.wait()
         raise ZooKeeperError(f"ZooKeeper exited with status {status}; see {server.log_path}")
     except _StopRequested:
