@@ -13,6 +13,7 @@ from tidelog.admin.group_offsets import GroupOffsetsMixin
 from tidelog.admin.groups import ConsumerGroupsMixin
 from tidelog.admin.log_offsets import LogOffsetsMixin
 from tidelog.admin.moves import MovesMixin
+from tidelog.admin.security import SecurityMixin
 from tidelog.admin.topics import TopicsMixin
 from tidelog.protocol import ApiKey
 from tidelog.protocol.errors import ErrorCode
@@ -35,7 +36,9 @@ def _split(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-class AdminClient(ConsumerGroupsMixin, GroupOffsetsMixin, LogOffsetsMixin, TopicsMixin, MovesMixin):
+class AdminClient(
+    ConsumerGroupsMixin, GroupOffsetsMixin, LogOffsetsMixin, TopicsMixin, MovesMixin, SecurityMixin
+):
     """Admin calls over short-lived connections; ``timeout`` (seconds) bounds each
     socket operation and the retries of a call; ``security`` says how to connect (TLS,
     SASL; None: PLAINTEXT)."""
