@@ -3,40 +3,46 @@ certificate (``zookeeper.ssl.*``), and ``zookeeper.set.acl`` making the znodes t
 creates changeable only by the identity of that certificate (Kafka's defaultAcls: the
 creator may do everything, the world may read, except the sensitive paths).
 
-A real ZooKeeper serves TLS with x509 client authentication; a real broker process
-connects with its certificate; kazoo clients, one without a certificate and one with a
-certificate of another identity from the same CA, try to change what the broker made.
+A real ZooKeeper serves TLS with x509 client authentication; real broker processes
+connect with their certificates, which share one subject (the identity the ACLs name, as
+the operator issues them: one per cluster, each broker's with its own host names); kazoo
+clients, one without a certificate and one with a certificate of another identity from
+the same CA, try to change what the brokers made.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import ssl
 
 import pytest
-from kazoo.exceptions import NoAuthError
+from kazoo.exceptions import NoAuthError, NoNodeError
 
 from integration.broker_process import BrokerProcess
 from tidelog.admin import AdminClient
 from tidelog.controller.zk_security import ZkClientSecurity, secured_kazoo_client
 from tidelog.security.certificates import CertificateAuthority
 from tidelog.zookeeper.server import ZooKeeperServer, ZooKeeperTls
+from waiting import wait_until
 
-BROKER_SUBJECT = "CN=broker-1,O=tidelog"
+BROKER_SUBJECT = "CN=events-broker,O=tidelog.dev"
 
 
 @pytest.fixture(scope="module")
 def tls_files(tmp_path_factory):
-    """A CA, ZooKeeper's certificate, the broker's and an intruder's, as PEM files."""
+    """A CA, ZooKeeper's certificate, two brokers' (one subject, their own host names)
+    and an intruder's, as PEM files."""
     directory = tmp_path_factory.mktemp("zk-tls")
     ca = CertificateAuthority("CN=zookeeper-test-ca")
     (directory / "ca.pem").write_bytes(ca.certificate_pem)
-    for name, subject in (
-        ("zookeeper", "CN=zookeeper"),
-        ("broker", BROKER_SUBJECT),
-        ("intruder", "CN=intruder"),
+    for name, subject, hosts in (
+        ("zookeeper", "CN=zookeeper", ["127.0.0.1", "localhost"]),
+        ("broker-1", BROKER_SUBJECT, ["events-broker-1.events.svc", "127.0.0.1"]),
+        ("broker-2", BROKER_SUBJECT, ["events-broker-2.events.svc", "127.0.0.2"]),
+        ("intruder", "CN=intruder", ["127.0.0.1", "localhost"]),
     ):
-        issued = ca.issue(subject, hosts=["127.0.0.1", "localhost"])
+        issued = ca.issue(subject, hosts=hosts)
         (directory / f"{name}.pem").write_bytes(issued.key_pem() + issued.chain_pem)
     return directory
 
@@ -67,49 +73,86 @@ def _session(hosts: str, tls_files=None, identity: str | None = None, *, set_acl
         client.close()
 
 
-def _tls_properties(tls_files) -> dict[str, str]:
+def _tls_properties(tls_files, identity: str = "broker-1") -> dict[str, str]:
     return {
         "zookeeper.ssl.client.enable": "true",
-        "zookeeper.ssl.keystore.location": str(tls_files / "broker.pem"),
+        "zookeeper.ssl.keystore.location": str(tls_files / f"{identity}.pem"),
         "zookeeper.ssl.truststore.location": str(tls_files / "ca.pem"),
         # The test's certificates name 127.0.0.1, so the host check can stay on.
         "zookeeper.ssl.endpoint.identification.algorithm": "HTTPS",
     }
 
 
-def test_a_broker_with_set_acl_owns_what_it_creates(tmp_path, tls_files, tls_zookeeper):
-    chroot = "/secured"
-    broker = BrokerProcess(
-        tmp_path / "broker",
-        tls_zookeeper.secure_connect_string + chroot,
-        overrides={**_tls_properties(tls_files), "zookeeper.set.acl": "true"},
-    ).start()
+def _controller(client) -> int | None:
     try:
-        AdminClient(broker.bootstrap).create_topic("owned", partitions=1, replication_factor=1)
-        secure = tls_zookeeper.secure_connect_string + chroot
+        return json.loads(client.get("/controller")[0])["brokerid"]
+    except NoNodeError:
+        return None
+
+
+def _owners(client, path: str) -> set[tuple[str, str]]:
+    acls, _ = client.get_acls(path)
+    return {(acl.id.scheme, acl.id.id) for acl in acls}
+
+
+def test_brokers_sharing_a_subject_with_set_acl_own_what_they_create(
+    tmp_path, tls_files, tls_zookeeper
+):
+    """Two brokers whose certificates share one subject: the second registers under
+    ``/brokers/ids``, which the first created; topics are created through each; the
+    controller's successor bumps ``/controller_epoch``, which its predecessor wrote;
+    nobody else may change any of it."""
+    chroot = "/secured"
+    secure = tls_zookeeper.secure_connect_string + chroot
+    brokers = {
+        i: BrokerProcess(
+            tmp_path / f"broker-{i}",
+            secure,
+            broker_id=i,
+            overrides={**_tls_properties(tls_files, f"broker-{i}"), "zookeeper.set.acl": "true"},
+        )
+        for i in (1, 2)
+    }
+    try:
+        for broker in brokers.values():
+            broker.start()
+        for topic, broker in zip(("orders", "payments"), brokers.values(), strict=True):
+            AdminClient(broker.bootstrap).create_topic(topic, 1, replication_factor=2)
         with (
             _session(tls_zookeeper.connect_string + chroot) as anonymous,
             _session(secure, tls_files, "intruder") as intruder,
         ):
             # The world reads what is not sensitive...
-            assert anonymous.exists("/brokers/topics/owned")
-            data, _ = anonymous.get("/brokers/ids/1")
+            data, _ = anonymous.get("/brokers/ids/2")
             assert b'"PLAINTEXT://127.0.0.1' in data
-            # ...but only the broker's certificate may change it.
-            acls, _ = anonymous.get_acls("/brokers/topics/owned")
-            assert {(acl.id.scheme, acl.id.id) for acl in acls} == {
-                ("x509", BROKER_SUBJECT),
-                ("world", "anyone"),
-            }
+            # ...but only the brokers' subject may change it.
+            owned = ["/brokers/ids", "/brokers/ids/1", "/brokers/ids/2", "/controller_epoch"]
+            for path in [*owned, "/brokers/topics/orders", "/brokers/topics/payments"]:
+                assert _owners(anonymous, path) == {
+                    ("x509", BROKER_SUBJECT),
+                    ("world", "anyone"),
+                }, path
             for client in (anonymous, intruder):
                 with pytest.raises(NoAuthError):
-                    client.set("/brokers/topics/owned", b"{}")
+                    client.set("/brokers/topics/orders", b"{}")
                 with pytest.raises(NoAuthError):
                     client.create("/brokers/topics/planted", b"{}")
             with pytest.raises(NoAuthError):
                 intruder.create("/config/topics/planted", b"{}")
+
+            first = _controller(anonymous)
+            (survivor,) = set(brokers) - {first}
+            epoch = int(anonymous.get("/controller_epoch")[0])
+            assert brokers[first].stop() == 0, brokers[first].log()[-3000:]
+            wait_until(
+                lambda: _controller(anonymous) == survivor,
+                f"broker {survivor} is the controller",
+            )
+            assert int(anonymous.get("/controller_epoch")[0]) > epoch
+        AdminClient(brokers[survivor].bootstrap).create_topic("made-after-failover", 1, 1)
     finally:
-        assert broker.stop() == 0, broker.log()[-3000:]
+        for broker in brokers.values():
+            assert broker.stop() == 0, broker.log()[-3000:]
 
 
 def test_sensitive_paths_are_readable_by_their_creator_only(tls_files, tls_zookeeper):
@@ -118,7 +161,7 @@ def test_sensitive_paths_are_readable_by_their_creator_only(tls_files, tls_zooke
     with _session(tls_zookeeper.connect_string) as root:
         root.ensure_path("/sensitive-test")
     secure = tls_zookeeper.secure_connect_string + "/sensitive-test"
-    with _session(secure, tls_files, "broker", set_acl=True) as owner:
+    with _session(secure, tls_files, "broker-1", set_acl=True) as owner:
         owner.create("/config/users/alice", b"{}", makepath=True)
         owner.create("/config/topics/t", b"{}", makepath=True)
         assert owner.get("/config/users/alice")[0] == b"{}"
