@@ -25,19 +25,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from tidelog.admin import AdminError
-from tidelog.admin.connection import BrokerConnection
+from tidelog.admin import AdminClient
 from tidelog.cli.common import Parser, UsageError, check_bootstrap, command_config, run_tool
-from tidelog.protocol import ApiKey
-from tidelog.protocol.errors import ErrorCode
 from tidelog.security.acls import (
     CLUSTER_NAME,
     WILDCARD,
     AccessControlEntry,
+    AccessControlEntryFilter,
+    AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     PatternType,
     ResourcePattern,
+    ResourcePatternFilter,
     ResourceType,
 )
 from tidelog.security.client_security import ClientSecurity
@@ -180,83 +181,21 @@ def parse_args(argv: Sequence[str]) -> Options:
     return options
 
 
-def _connect(options: Options) -> BrokerConnection:
-    errors = []
-    for address in options.bootstrap.split(","):
-        host, _, port = address.rpartition(":")
-        try:
-            return BrokerConnection(host.strip("[]"), int(port), security=options.security)
-        except OSError as error:
-            errors.append(f"{address}: {error}")
-    raise ConnectionError("no broker answered: " + "; ".join(errors))
-
-
-def _check(code: int, message: str | None) -> None:
-    if code != ErrorCode.NONE:
-        raise AdminError(ErrorCode(code), message or ErrorCode(code).message)
-
-
 def _block(title: str, pattern: ResourcePattern, entries) -> str:
     lines = "\n\t".join(str(entry) for entry in entries)
     return f"{title} `{pattern}`: \n \t{lines} \n\n"
 
 
-def _describe(connection, pattern_filter) -> dict[ResourcePattern, list[AccessControlEntry]]:
-    resource_type, name, pattern_type = pattern_filter
-    answer = connection.request(
-        ApiKey.DESCRIBE_ACLS,
-        None,
-        {
-            "resource_type_filter": resource_type,
-            "resource_name_filter": name,
-            "pattern_type_filter": pattern_type,
-            "principal_filter": None,
-            "host_filter": None,
-            "operation": OP.ANY,
-            "permission_type": AclPermissionType.ANY,
-        },
-    )
-    _check(answer.error_code, answer.error_message)
-    found: dict[ResourcePattern, list[AccessControlEntry]] = {}
-    for resource in answer.resources:
-        pattern = ResourcePattern(
-            ResourceType(resource.resource_type),
-            resource.resource_name,
-            PatternType(resource.pattern_type),
-        )
-        found.setdefault(pattern, []).extend(
-            AccessControlEntry(
-                acl.principal, acl.host, OP(acl.operation), AclPermissionType(acl.permission_type)
-            )
-            for acl in resource.acls
-        )
-    return found
-
-
-def _add(options: Options, connection, out: TextIO) -> None:
-    creations = []
+def _add(options: Options, admin: AdminClient, out: TextIO) -> None:
+    bindings = []
     for pattern, entries in options.entries.items():
-        if not entries:
-            continue
-        out.write(_block("Adding ACLs for resource", pattern, entries))
-        creations += [
-            {
-                "resource_type": pattern.resource_type,
-                "resource_name": pattern.name,
-                "resource_pattern_type": pattern.pattern_type,
-                "principal": entry.principal,
-                "host": entry.host,
-                "operation": entry.operation,
-                "permission_type": entry.permission_type,
-            }
-            for entry in entries
-        ]
-    answer = connection.request(ApiKey.CREATE_ACLS, None, {"creations": creations})
-    for result in answer.results:
-        _check(result.error_code, result.error_message)
+        if entries:
+            out.write(_block("Adding ACLs for resource", pattern, entries))
+            bindings += [AclBinding(pattern, entry) for entry in entries]
+    admin.create_acls(bindings)
 
 
-def _remove(options: Options, connection, out: TextIO, answer_in: TextIO) -> None:
+def _remove(options: Options, admin: AdminClient, out: TextIO, answer_in: TextIO) -> None:
     filters = []
     for pattern, entries in options.entries.items():
         if not options.force:
@@ -268,48 +207,25 @@ def _remove(options: Options, connection, out: TextIO, answer_in: TextIO) -> Non
             out.flush()
             if answer_in.readline().strip().lower() != "y":
                 continue
-        base = {
-            "resource_type_filter": pattern.resource_type,
-            "resource_name_filter": pattern.name,
-            "pattern_type_filter": pattern.pattern_type,
-        }
-        if not entries:
-            filters.append(
-                {
-                    **base,
-                    "principal_filter": None,
-                    "host_filter": None,
-                    "operation": OP.ANY,
-                    "permission_type": AclPermissionType.ANY,
-                }
-            )
-        filters += [
-            {
-                **base,
-                "principal_filter": e.principal,
-                "host_filter": e.host,
-                "operation": e.operation,
-                "permission_type": e.permission_type,
-            }
+        resources = ResourcePatternFilter(pattern.resource_type, pattern.name, pattern.pattern_type)
+        entry_filters = [
+            AccessControlEntryFilter(e.principal, e.host, e.operation, e.permission_type)
             for e in entries
-        ]
-    if not filters:
-        return
-    answer = connection.request(ApiKey.DELETE_ACLS, None, {"filters": filters})
-    for result in answer.filter_results:
-        _check(result.error_code, result.error_message)
+        ] or [AccessControlEntryFilter()]  # no principal named: every ACL of the resource
+        filters += [AclBindingFilter(resources, f) for f in entry_filters]
+    admin.delete_acls(filters)
 
 
-def _list(options: Options, connection, out: TextIO) -> None:
-    wanted = [(p.resource_type, p.name, p.pattern_type) for p in options.resources] or [
-        (ResourceType.ANY, None, PatternType.ANY)
-    ]
+def _list(options: Options, admin: AdminClient, out: TextIO) -> None:
+    wanted = [
+        ResourcePatternFilter(p.resource_type, p.name, p.pattern_type) for p in options.resources
+    ] or [ResourcePatternFilter()]
     found: dict[ResourcePattern, list[AccessControlEntry]] = {}
-    for pattern_filter in wanted:
-        for pattern, entries in _describe(connection, pattern_filter).items():
-            found.setdefault(pattern, []).extend(
-                e for e in entries if e not in found.get(pattern, [])
-            )
+    for resources in wanted:
+        for binding in admin.describe_acls(AclBindingFilter(resources)):
+            entries = found.setdefault(binding.pattern, [])
+            if binding.entry not in entries:
+                entries.append(binding.entry)
     if options.principal is not None:
         out.write(f"ACLs for principal `{options.principal}`\n")
         found = {
@@ -322,13 +238,13 @@ def _list(options: Options, connection, out: TextIO) -> None:
 
 
 def execute(options: Options, out: TextIO, err: TextIO, answer_in: TextIO | None = None) -> int:
-    with _connect(options) as connection:
-        if options.action == "add":
-            _add(options, connection, out)
-        elif options.action == "remove":
-            _remove(options, connection, out, answer_in or sys.stdin)
-        else:
-            _list(options, connection, out)
+    admin = AdminClient(options.bootstrap, security=options.security)
+    if options.action == "add":
+        _add(options, admin, out)
+    elif options.action == "remove":
+        _remove(options, admin, out, answer_in or sys.stdin)
+    else:
+        _list(options, admin, out)
     return 0
 
 
