@@ -4,9 +4,11 @@
 #   tools/k8s/build.sh TOOL VERSION CACHE_DIR
 #
 # TOOL is kubernetes (the control plane, kubelet, kubeadm, kube-proxy and kubectl from
-# one source tree), etcd, coredns, helm or kind. The binaries land in
-# CACHE_DIR/TOOL-VERSION/ and a `.complete` stamp, listing them, marks a finished build:
-# a second call returns at once, unless the build now makes a binary the stamp lacks.
+# one source tree), etcd, coredns, helm, kind or kube-router (the e2e cluster's
+# NetworkPolicy enforcer, built in the module tools/kube-router/, which raises some of its
+# dependencies). The binaries land in CACHE_DIR/TOOL-VERSION/ and a `.complete` stamp,
+# listing them, marks a finished build: a second call returns at once, unless the build
+# now makes a binary the stamp lacks (or, for kube-router, its go.mod or go.sum changed).
 # Everything is linked statically (CGO_ENABLED=0): the kind node image runs these
 # binaries in images that hold nothing else.
 #
@@ -26,7 +28,12 @@ case "$tool" in
     kubernetes) binaries=("${kubernetes_commands[@]}") ;;
     *) binaries=("$tool") ;;
 esac
-if [[ -f "$dest/.complete" ]] && [[ "$(cat "$dest/.complete")" == "${binaries[*]}" ]]; then
+stamp="${binaries[*]}"
+kube_router_module=$(cd "$(dirname "${BASH_SOURCE[0]}")/../kube-router" && pwd)
+if [[ "$tool" == kube-router ]]; then
+    stamp+=" $(cat "$kube_router_module/go.mod" "$kube_router_module/go.sum" | sha256sum | cut -c1-16)"
+fi
+if [[ -f "$dest/.complete" ]] && [[ "$(cat "$dest/.complete")" == "$stamp" ]]; then
     exit 0
 fi
 export CGO_ENABLED=0
@@ -87,6 +94,18 @@ case "$tool" in
         (cd "$src" && go build -mod=mod -ldflags "$ldflags" -o "$dest/" \
             "${kubernetes_commands[@]/#/./cmd/}")
         ;;
+    kube-router)
+        # The command of kube-router's module built with the requirements of ours, whose
+        # go.sum pins every module; ours must name the VERSION asked for.
+        upstream=github.com/cloudnativelabs/kube-router/v2
+        required=$(cd "$kube_router_module" && go list -m -f '{{.Version}}' "$upstream")
+        if [[ "$required" != "$version" ]]; then
+            echo "tools/k8s/build.sh: tools/kube-router/go.mod requires kube-router $required, not $version" >&2
+            exit 2
+        fi
+        (cd "$kube_router_module" && go build -ldflags "-s -w -X $upstream/pkg/version.Version=$version" \
+            -o "$dest/kube-router" "$upstream/cmd/kube-router")
+        ;;
     *)
         echo "tools/k8s/build.sh: unknown tool $tool" >&2
         exit 2
@@ -96,5 +115,5 @@ esac
 for binary in "${binaries[@]}"; do
     [[ -x "$dest/$binary" ]] || { echo "tools/k8s/build.sh: $binary was not built" >&2; exit 1; }
 done
-echo "${binaries[*]}" >"$dest/.complete"
+echo "$stamp" >"$dest/.complete"
 echo "built $tool $version in $((SECONDS - started)) s: ${binaries[*]}"
