@@ -3,7 +3,9 @@
 get: the operator's own keys first, then the accepted keys of the spec.
 
 A key is refused when the broker does not know it, when the operator sets it itself
-(each broker's id, rack, listeners and log dirs, the ZooKeeper connect string), or when
+(each broker's id, rack, listeners and log dirs, the ZooKeeper connect string, the
+listeners' security, stores and authorizer: ``spec.listeners`` and
+``spec.authorization`` say those), or when
 its value does not parse as the key's type; the rest are checked together as the broker
 checks its file (e.g. ``message.max.bytes`` within ``socket.request.max.bytes``), and a
 whole set the broker would refuse is refused. Refused keys are left out, and the
@@ -17,7 +19,13 @@ from dataclasses import dataclass, field
 
 from tidelog.server.config import BROKER_CONFIGS, BrokerConfig, ConfigError
 
-__all__ = ["OPERATOR_KEYS", "CheckedConfig", "check_config", "server_properties"]
+__all__ = [
+    "OPERATOR_KEYS",
+    "CheckedConfig",
+    "check_config",
+    "server_properties",
+    "set_by_operator",
+]
 
 # Keys whose values the operator derives from the Cluster and each pod.
 OPERATOR_KEYS = frozenset(
@@ -31,8 +39,23 @@ OPERATOR_KEYS = frozenset(
         "log.dirs",
         "log.dir",
         "zookeeper.connect",
+        # security: spec.listeners, spec.authorization and the Cluster's certificates
+        "security.inter.broker.protocol",
+        "ssl.client.auth",
+        "ssl.key.password",
+        "ssl.principal.mapping.rules",
+        "sasl.enabled.mechanisms",
+        "sasl.mechanism.inter.broker.protocol",
+        "authorizer.class.name",
+        "super.users",
     }
 )
+# ... and every key of the brokers' keystores and truststores
+OPERATOR_PREFIXES = ("ssl.keystore.", "ssl.truststore.", "listener.name.")
+
+
+def set_by_operator(key: str) -> bool:
+    return key in OPERATOR_KEYS or key.startswith(OPERATOR_PREFIXES)
 
 
 @dataclass(frozen=True)
@@ -64,10 +87,10 @@ def check_config(config: Mapping[str, object], operator_keys: Mapping[str, str])
     for key, value in sorted(config.items()):
         text = _text(value)
         definition = BROKER_CONFIGS.get(key)
-        if definition is None:
-            refused[key] = "not a broker config"
-        elif key in OPERATOR_KEYS:
+        if set_by_operator(key):
             refused[key] = "set by the operator"
+        elif definition is None:
+            refused[key] = "not a broker config"
         else:
             try:
                 definition.parse(text)

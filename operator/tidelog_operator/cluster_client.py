@@ -1,31 +1,42 @@
-"""The admin client of the Cluster a Topic or ConsumerGroup names: its brokers, at the
-bootstrap address the Cluster's status reports."""
+"""The operator's admin client of a Cluster: the Kafka client properties of the Secret
+``<cluster>-operator-credentials`` (its bootstrap address, mutual TLS with the operator's
+own certificate to the brokers' REPLICATION listener), which the Cluster's pass writes
+(``cluster.certificate_commands``)."""
 
 from __future__ import annotations
 
+import base64
+
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from tidelog.admin import AdminClient
-from tidelog_operator import kube
-from tidelog_operator.names import GROUP, VERSION
+from tidelog.security.client_security import ClientSecurity
+from tidelog_operator import kube, names
 
-__all__ = ["ADMIN_TIMEOUT_S", "cluster_admin"]
+__all__ = ["ADMIN_TIMEOUT_S", "NoCredentials", "cluster_admin"]
 
 ADMIN_TIMEOUT_S = 10.0
 
 
-def cluster_admin(namespace: str, cluster_name: str) -> AdminClient:
-    """LookupError while the Cluster is missing or reports no bootstrap address."""
-    try:
-        cluster = client.CustomObjectsApi(kube.api()).get_namespaced_custom_object(
-            GROUP, VERSION, namespace, "clusters", cluster_name
-        )
-    except ApiException as error:
-        if error.status == 404:
-            raise LookupError(f"Cluster {cluster_name} not found in {namespace}") from None
-        raise
-    bootstrap = (cluster.get("status") or {}).get("bootstrap")
+class NoCredentials(LookupError):
+    """The Cluster has no credentials for the operator (yet)."""
+
+
+def cluster_admin(
+    namespace: str, cluster_name: str, api: client.ApiClient | None = None
+) -> AdminClient:
+    """:class:`NoCredentials` while the Cluster has none for the operator yet (it is
+    missing, or its first pass has not made them)."""
+    secret = kube.found(
+        client.CoreV1Api(api or kube.api()).read_namespaced_secret,
+        names.operator_credentials_secret(cluster_name),
+        namespace,
+    )
+    if secret is None or not secret.data:
+        raise NoCredentials(f"Cluster {cluster_name} has no operator credentials yet")
+    properties = {key: base64.b64decode(value).decode() for key, value in secret.data.items()}
+    bootstrap = properties.pop("bootstrap.servers", None)
     if not bootstrap:
-        raise LookupError(f"Cluster {cluster_name} reports no bootstrap address yet")
-    return AdminClient(bootstrap, timeout=ADMIN_TIMEOUT_S)
+        raise NoCredentials(f"Cluster {cluster_name}'s operator credentials name no brokers")
+    security = ClientSecurity.from_properties(properties)
+    return AdminClient(bootstrap, timeout=ADMIN_TIMEOUT_S, security=security)

@@ -39,6 +39,7 @@ _CONFLICT_RETRIES = 5
 # (apiVersion, kind) → (API path prefix, plural, namespaced)
 _RESOURCES = {
     ("v1", "ConfigMap"): ("/api/v1", "configmaps", True),
+    ("v1", "Secret"): ("/api/v1", "secrets", True),
     ("v1", "Service"): ("/api/v1", "services", True),
     ("v1", "Pod"): ("/api/v1", "pods", True),
     ("v1", "ServiceAccount"): ("/api/v1", "serviceaccounts", True),

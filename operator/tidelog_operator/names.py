@@ -10,16 +10,24 @@ __all__ = [
     "VERSION",
     "ZOOKEEPER_CLIENT_PORT",
     "bootstrap_service",
+    "broker_certs_secret",
     "broker_config_map",
     "broker_labels",
     "broker_pod",
     "broker_service",
     "broker_service_account",
+    "broker_subject",
     "brokers_service",
     "brokers_statefulset",
+    "clients_ca_cert_secret",
+    "clients_ca_secret",
+    "cluster_ca_cert_secret",
+    "cluster_ca_secret",
     "cluster_labels",
     "consumer_group_labels",
     "node_reader_binding_name",
+    "operator_credentials_secret",
+    "operator_subject",
     "spark_driver_pod",
     "spark_service_account",
     "spark_state_claim",
@@ -81,9 +89,48 @@ def bootstrap_service(cluster: str) -> str:
     return f"{cluster}-bootstrap"
 
 
-def broker_service(cluster: str, broker_id: int) -> str:
-    """A broker's own NodePort Service (external access)."""
-    return f"{broker_pod(cluster, broker_id)}-external"
+def broker_service(cluster: str, broker_id: int, listener: str) -> str:
+    """A broker's own NodePort Service of ``listener`` (access from outside)."""
+    return f"{broker_pod(cluster, broker_id)}-{listener}"
+
+
+def cluster_ca_secret(cluster: str) -> str:
+    """The cluster CA's key and certificate (Strimzi's name): the operator's alone."""
+    return f"{cluster}-cluster-ca"
+
+
+def cluster_ca_cert_secret(cluster: str) -> str:
+    """The certificates that brokers, ZooKeeper and clients trust (``ca.crt``)."""
+    return f"{cluster}-cluster-ca-cert"
+
+
+def clients_ca_secret(cluster: str) -> str:
+    """The clients CA's key and certificate: it signs the users' certificates."""
+    return f"{cluster}-clients-ca"
+
+
+def clients_ca_cert_secret(cluster: str) -> str:
+    """The certificates the brokers trust for users' certificates (``ca.crt``)."""
+    return f"{cluster}-clients-ca-cert"
+
+
+def broker_certs_secret(cluster: str) -> str:
+    """Each broker's key and certificate chain (``<pod>.pem``)."""
+    return f"{cluster}-broker-certs"
+
+
+def operator_credentials_secret(cluster: str) -> str:
+    """The operator's Kafka client properties for the Cluster (its admin connection)."""
+    return f"{cluster}-operator-credentials"
+
+
+def broker_subject(cluster: str) -> str:
+    """The subject of every broker certificate of the Cluster (RFC 4514)."""
+    return f"CN={cluster}-broker,O={GROUP}"
+
+
+def operator_subject(cluster: str) -> str:
+    return f"CN={cluster}-operator,O={GROUP}"
 
 
 def broker_service_account(cluster: str) -> str:

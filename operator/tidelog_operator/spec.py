@@ -8,6 +8,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tidelog_operator.spec_security import (
+    DEFAULT_LISTENERS,
+    AuthorizationSpec,
+    ListenerSpec,
+    parse_authorization,
+    parse_listeners,
+)
+
 __all__ = [
     "DEFAULT_BROKER_IMAGE",
     "BrokersSpec",
@@ -62,8 +70,6 @@ class BrokersSpec:
     config: Mapping[str, object] = field(default_factory=dict)
     rack_topology_key: str | None = None
     termination_grace_period_seconds: int = 120
-    external_node_port_base: int | None = None
-    external_host: str | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,8 @@ class ClusterSpec:
     replace_lost_volumes: bool = False
     drain_failed_dirs: bool = False
     rebalance: RebalanceSpec = field(default_factory=RebalanceSpec)
+    listeners: tuple[ListenerSpec, ...] = DEFAULT_LISTENERS
+    authorization: AuthorizationSpec = field(default_factory=AuthorizationSpec)
 
 
 def local_volume_labels(cluster: str, namespace: str, disk: int) -> dict[str, str]:
@@ -116,7 +124,6 @@ def local_volume_labels(cluster: str, namespace: str, disk: int) -> dict[str, st
 def parse_cluster(name: str, namespace: str, spec: Mapping[str, Any]) -> ClusterSpec:
     brokers = spec.get("brokers") or {}
     rack = brokers.get("rack") or {}
-    external = brokers.get("external") or {}
     storage = spec.get("storage") or {}
     zookeeper = spec.get("zookeeper") or {}
     rebalance = spec.get("rebalance") or {}
@@ -149,8 +156,6 @@ def parse_cluster(name: str, namespace: str, spec: Mapping[str, Any]) -> Cluster
             config=dict(brokers.get("config") or {}),
             rack_topology_key=rack.get("topologyKey"),
             termination_grace_period_seconds=brokers.get("terminationGracePeriodSeconds", 120),
-            external_node_port_base=external.get("nodePortBase"),
-            external_host=external.get("host"),
         ),
         volumes=volumes,
         local=local,
@@ -172,4 +177,6 @@ def parse_cluster(name: str, namespace: str, spec: Mapping[str, Any]) -> Cluster
                 "intervalSeconds", RebalanceSpec.leader_interval_seconds
             ),
         ),
+        listeners=parse_listeners(spec.get("listeners")),
+        authorization=parse_authorization(spec.get("authorization")),
     )

@@ -107,6 +107,11 @@ CLUSTER = {"storage": {"volumes": [{"id": 0, "size": "1Gi"}]}}
 TOPIC = {"clusterRef": "c", "partitions": 3, "replicationFactor": 2}
 SPARK = {"application": {"module": "pipeline"}}
 ONE_OF_APPLICATION = "application needs exactly one of module and configMap"
+LISTENER = {"name": "app", "port": 9100}
+
+
+def listeners(*entries: dict) -> dict:
+    return {**CLUSTER, "listeners": list(entries)}
 
 
 def test_the_server_fills_in_the_defaults(crds_installed, kube_api, kube_namespace):
@@ -119,6 +124,15 @@ def test_the_server_fills_in_the_defaults(crds_installed, kube_api, kube_namespa
     assert brokers["imagePullPolicy"] == "IfNotPresent"
     assert stored["spec"]["storage"]["claimRetention"] == "Retain"
     assert stored["spec"]["zookeeper"] == {"size": "1Gi", "ephemeral": False}
+    assert stored["spec"]["listeners"] == [
+        {
+            "name": "internal",
+            "port": 9092,
+            "type": "internal",
+            "tls": True,
+            "authentication": "scram-sha-512",
+        }
+    ]
     group = {"clusterRef": "c", "spark": SPARK}
     assert apply(crds_installed, kube_namespace, "ConsumerGroup", "g", group).returncode == 0
     spark = client.CustomObjectsApi(kube_api).get_namespaced_custom_object(
@@ -152,6 +166,30 @@ def test_the_server_fills_in_the_defaults(crds_installed, kube_api, kube_namespa
         ),
         ("Cluster", {"storage": {"local": {"disks": ["relative"], "size": "1Gi"}}}, "disks[0]"),
         ("Cluster", {**CLUSTER, "brokers": {"imagePullPolicy": "Sometimes"}}, "Unsupported value"),
+        (
+            "Cluster",
+            listeners(LISTENER, {**LISTENER, "name": "other"}),
+            "each listener needs a port of its own",
+        ),
+        ("Cluster", listeners({**LISTENER, "port": 9091}), "9091 is the REPLICATION listener's"),
+        (
+            "Cluster",
+            listeners({**LISTENER, "name": "replication"}),
+            "replication is the brokers' own listener",
+        ),
+        ("Cluster", listeners({**LISTENER, "name": "App"}), "spec.listeners[0].name"),
+        (
+            "Cluster",
+            listeners({**LISTENER, "tls": False, "authentication": "tls"}),
+            "authentication tls (client certificates) needs tls true",
+        ),
+        ("Cluster", listeners({**LISTENER, "type": "nodeport"}), "a nodeport listener needs"),
+        (
+            "Cluster",
+            listeners({**LISTENER, "host": "kafka.example.com"}),
+            "nodePortBase and host are for nodeport listeners",
+        ),
+        ("Cluster", {**CLUSTER, "authorization": {"type": "opa"}}, "Unsupported value"),
         ("Topic", {**TOPIC, "partitions": 0}, "spec.partitions"),
         ("Topic", {"clusterRef": "c", "partitions": 1}, "spec.replicationFactor: Required value"),
         ("Topic", {**TOPIC, "topicName": "no spaces"}, "spec.topicName"),

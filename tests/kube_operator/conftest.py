@@ -56,7 +56,9 @@ def run_operator(
 
 @pytest.fixture
 def brokers(tmp_path, zk_chroot, kube_api, kube_namespace) -> Iterator[Cluster]:
-    """Three brokers, and a Cluster object whose status names them."""
+    """Three brokers, a Cluster object whose status names them, and the operator's
+    credentials for it (PLAINTEXT to those brokers: what the Cluster's pass would write
+    for brokers in Kubernetes is its own test's)."""
     with Cluster(tmp_path, zk_chroot, size=3) as cluster:
         objects = client.CustomObjectsApi(kube_api)
         body = {
@@ -71,5 +73,13 @@ def brokers(tmp_path, zk_chroot, kube_api, kube_namespace) -> Iterator[Cluster]:
         created["status"] = {"bootstrap": cluster.bootstrap}
         objects.replace_namespaced_custom_object_status(
             GROUP, VERSION, kube_namespace, "clusters", "local", created
+        )
+        credentials = {"bootstrap.servers": cluster.bootstrap, "security.protocol": "PLAINTEXT"}
+        client.CoreV1Api(kube_api).create_namespaced_secret(
+            kube_namespace,
+            {
+                "metadata": {"name": "local-operator-credentials"},
+                "stringData": credentials,
+            },
         )
         yield cluster

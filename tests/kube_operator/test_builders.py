@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tidelog_operator.broker_config import check_config, server_properties
-from tidelog_operator.builders import brokers, storage, zookeeper
+from tidelog_operator.builders import brokers, listeners, storage, zookeeper
 from tidelog_operator.cluster.children import desired_children
 from tidelog_operator.spec import parse_cluster
 
@@ -52,19 +52,30 @@ def test_each_volume_is_a_claim_template_mounted_as_a_log_dir():
     assert built["spec"]["persistentVolumeClaimRetentionPolicy"]["whenScaled"] == "Retain"
 
 
+EXTERNAL = {"name": "external", "port": 9094, "type": "nodeport", "nodePortBase": 31000}
+
+
 def test_a_broker_learns_its_id_and_names_at_start():
     spec = cluster(
         {
             **VOLUMES,
-            "brokers": {"external": {"nodePortBase": 31000}, "rack": {"topologyKey": "zone"}},
+            "listeners": [{"name": "internal", "port": 9092}, EXTERNAL],
+            "brokers": {"rack": {"topologyKey": "zone"}},
         }
     )
     built = brokers.statefulset(spec, "h")
     pod = built["spec"]["template"]["spec"]
     script = pod["containers"][0]["command"][2]
-    assert '--override "broker.id=$id" --override "advertised.listeners=$advertised"' in script
-    assert "INTERNAL://${POD_NAME}.${BROKERS_SERVICE}.${POD_NAMESPACE}.svc:9092" in script
-    assert "EXTERNAL://${EXTERNAL_HOST:-$NODE_IP}:$((31000 + id))" in script
+    assert (
+        '--override "broker.id=$id" --override "advertised.listeners=$advertised"'
+        ' --override "ssl.keystore.location=$keystore"'
+    ) in script
+    pod_host = "${POD_NAME}.${BROKERS_SERVICE}.${POD_NAMESPACE}.svc"
+    assert (
+        f'advertised="REPLICATION://{pod_host}:9091,INTERNAL://{pod_host}:9092,'
+        'EXTERNAL://${NODE_IP}:$((31000 + id))"'
+    ) in script
+    assert 'keystore="/etc/tidelog/tls/broker/${POD_NAME}.pem"' in script
     assert '--override "broker.rack=$(cat /etc/tidelog/rack/rack)"' in script
     assert script.endswith(
         'exec tidelog-entrypoint tidelog-server /etc/tidelog/config/server.properties "$@"'
@@ -78,10 +89,19 @@ def test_a_broker_learns_its_id_and_names_at_start():
         "zone",
     ]
     keys = brokers.operator_keys(spec, "zk:2181")
-    assert keys["listeners"] == "INTERNAL://0.0.0.0:9092,EXTERNAL://0.0.0.0:9094"
-    assert keys["listener.security.protocol.map"] == "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT"
-    ports = [s["spec"]["ports"][0]["nodePort"] for s in brokers.external_services(spec)]
-    assert ports == [31000, 31001, 31002]
+    assert keys["listeners"] == (
+        "REPLICATION://0.0.0.0:9091,INTERNAL://0.0.0.0:9092,EXTERNAL://0.0.0.0:9094"
+    )
+    assert keys["listener.security.protocol.map"] == (
+        "REPLICATION:SSL,INTERNAL:SASL_SSL,EXTERNAL:SASL_SSL"
+    )
+    services = listeners.node_port_services(spec)
+    assert [s["metadata"]["name"] for s in services] == [
+        "events-broker-0-external",
+        "events-broker-1-external",
+        "events-broker-2-external",
+    ]
+    assert [s["spec"]["ports"][0]["nodePort"] for s in services] == [31000, 31001, 31002]
 
 
 def test_a_broker_has_started_once_it_listens_and_is_ready_once_it_has_metadata():
@@ -101,9 +121,13 @@ def test_services_and_the_disruption_budget():
     spec = cluster(VOLUMES)
     headless = brokers.brokers_service(spec)
     assert headless["spec"]["clusterIP"] == "None" and headless["spec"]["publishNotReadyAddresses"]
-    assert brokers.bootstrap_address(spec) == "events-bootstrap.prod.svc:9092"
+    assert [p["port"] for p in headless["spec"]["ports"]] == [9091, 9092]
+    bootstrap = brokers.bootstrap_service(spec)
+    assert [p["name"] for p in bootstrap["spec"]["ports"]] == ["replication", "internal"]
+    assert listeners.client_bootstrap(spec) == "events-bootstrap.prod.svc:9092"
+    assert listeners.bootstrap_address(spec) == "events-bootstrap.prod.svc:9091"
     assert brokers.pod_disruption_budget(spec)["spec"]["maxUnavailable"] == 1
-    assert brokers.external_services(spec) == []
+    assert listeners.node_port_services(spec) == []
     assert "initContainers" not in brokers.statefulset(spec, "h")["spec"]["template"]["spec"]
 
 

@@ -53,6 +53,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: [configmaps, services, serviceaccounts]
   verbs: [get, create, patch]
+# the Clusters' CAs, certificates and the operator's own credentials
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get, list, create, patch]
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch, create, delete]

@@ -1,14 +1,13 @@
 """The objects of a Cluster's brokers, built from its spec: the configuration
-(ConfigMap), the headless Service that names each broker, the bootstrap Service, a
-NodePort Service per broker for external access, the PodDisruptionBudget and the
-StatefulSet with one claim per JBOD volume.
+(ConfigMap), the headless Service that names each broker, the bootstrap Service, the
+PodDisruptionBudget and the StatefulSet with one claim per JBOD volume. The listeners'
+part of each is :mod:`tidelog_operator.builders.listeners`.
 
 Each pod works out its own keys when it starts: ``broker.id`` is its ordinal, its
-internal listener is advertised under the headless Service, the external one (if any)
-at its node and port ``nodePortBase + id``, and ``broker.rack`` is the label
-``spec.brokers.rack.topologyKey`` of its node, which an init container reads (as
-Strimzi does). Updates are ``OnDelete``: the operator restarts brokers itself, one at a
-time (``rolling.py``).
+listeners' advertised addresses and its keystore are its own (``listeners``), and
+``broker.rack`` is the label ``spec.brokers.rack.topologyKey`` of its node, which an init
+container reads (as Strimzi does). Updates are ``OnDelete``: the operator restarts
+brokers itself, one at a time (``rolling.py``).
 """
 
 from __future__ import annotations
@@ -16,20 +15,17 @@ from __future__ import annotations
 from typing import Any
 
 from tidelog_operator import names
-from tidelog_operator.builders import zookeeper
+from tidelog_operator.builders import listeners, zookeeper
 from tidelog_operator.builders.common import spread_over_nodes
 from tidelog_operator.spec import ClusterSpec
 
 __all__ = [
     "CONFIG_DIR",
-    "INTERNAL_LISTENER",
-    "bootstrap_address",
     "bootstrap_service",
     "broker_config_map",
     "broker_keys",
     "brokers_service",
     "default_keys",
-    "external_services",
     "node_reader_binding",
     "operator_keys",
     "pod_disruption_budget",
@@ -41,27 +37,13 @@ CONFIG_DIR = "/etc/tidelog/config"
 # the broker's health check, with the arguments its entrypoint recorded for it
 HEALTHCHECK = ("tidelog-healthcheck", "@/tmp/tidelog-healthcheck.args")
 RACK_DIR = "/etc/tidelog/rack"
-INTERNAL_LISTENER = "INTERNAL"
-EXTERNAL_LISTENER = "EXTERNAL"
-EXTERNAL_PORT = 9094
 CONFIG_HASH = "tidelog.dev/config-hash"
-
-
-def bootstrap_address(spec: ClusterSpec) -> str:
-    return f"{names.bootstrap_service(spec.name)}.{spec.namespace}.svc:{names.BROKER_PORT}"
 
 
 def operator_keys(spec: ClusterSpec, zookeeper_connect: str) -> dict[str, str]:
     """The keys the operator sets for every broker (the per-pod ones come at start)."""
-    listeners = [f"{INTERNAL_LISTENER}://0.0.0.0:{names.BROKER_PORT}"]
-    protocols = [f"{INTERNAL_LISTENER}:PLAINTEXT"]
-    if spec.brokers.external_node_port_base is not None:
-        listeners.append(f"{EXTERNAL_LISTENER}://0.0.0.0:{EXTERNAL_PORT}")
-        protocols.append(f"{EXTERNAL_LISTENER}:PLAINTEXT")
     return {
-        "listeners": ",".join(listeners),
-        "listener.security.protocol.map": ",".join(protocols),
-        "inter.broker.listener.name": INTERNAL_LISTENER,
+        **listeners.listener_keys(spec),
         "log.dirs": ",".join(v.path for v in spec.volumes),
         "zookeeper.connect": zookeeper_connect,
     }
@@ -91,15 +73,12 @@ def broker_keys(spec: ClusterSpec, zookeeper_connect: str, broker_id: int) -> di
     check of the whole configuration needs; the pods work theirs out at start)."""
     pod = names.broker_pod(spec.name, broker_id)
     host = f"{pod}.{names.brokers_service(spec.name)}.{spec.namespace}.svc"
-    advertised = [f"{INTERNAL_LISTENER}://{host}:{names.BROKER_PORT}"]
-    base = spec.brokers.external_node_port_base
-    if base is not None:
-        external_host = spec.brokers.external_host or "node.example"
-        advertised.append(f"{EXTERNAL_LISTENER}://{external_host}:{base + broker_id}")
+    advertised = listeners.advertised_listeners(spec, host, broker_id)
     return {
         **operator_keys(spec, zookeeper_connect),
         "broker.id": str(broker_id),
-        "advertised.listeners": ",".join(advertised),
+        "advertised.listeners": advertised,
+        "ssl.keystore.location": f"{listeners.BROKER_CERTS_DIR}/{pod}.pem",
     }
 
 
@@ -121,10 +100,6 @@ def broker_config_map(spec: ClusterSpec, properties: str) -> dict[str, Any]:
     }
 
 
-def _port() -> dict[str, Any]:
-    return {"name": "kafka", "port": names.BROKER_PORT, "targetPort": names.BROKER_PORT}
-
-
 def brokers_service(spec: ClusterSpec) -> dict[str, Any]:
     """Headless; names not-ready brokers too, which must find each other to become
     ready (ZooKeeper's registrations carry these names)."""
@@ -136,7 +111,7 @@ def brokers_service(spec: ClusterSpec) -> dict[str, Any]:
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
             "selector": names.broker_labels(spec.name),
-            "ports": [_port()],
+            "ports": listeners.headless_ports(spec),
         },
     }
 
@@ -146,39 +121,11 @@ def bootstrap_service(spec: ClusterSpec) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": _meta(names.bootstrap_service(spec.name), spec),
-        "spec": {"selector": names.broker_labels(spec.name), "ports": [_port()]},
+        "spec": {
+            "selector": names.broker_labels(spec.name),
+            "ports": listeners.bootstrap_ports(spec),
+        },
     }
-
-
-def external_services(spec: ClusterSpec) -> list[dict[str, Any]]:
-    """A NodePort Service per broker, none without ``spec.brokers.external``."""
-    base = spec.brokers.external_node_port_base
-    if base is None:
-        return []
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": _meta(names.broker_service(spec.name, broker_id), spec),
-            "spec": {
-                "type": "NodePort",
-                "externalTrafficPolicy": "Local",
-                "selector": {
-                    **names.broker_labels(spec.name),
-                    "statefulset.kubernetes.io/pod-name": names.broker_pod(spec.name, broker_id),
-                },
-                "ports": [
-                    {
-                        "name": "external",
-                        "port": EXTERNAL_PORT,
-                        "targetPort": EXTERNAL_PORT,
-                        "nodePort": base + broker_id,
-                    }
-                ],
-            },
-        }
-        for broker_id in range(spec.brokers.replicas)
-    ]
 
 
 def service_account(spec: ClusterSpec) -> dict[str, Any]:
@@ -233,17 +180,11 @@ def _start_script(spec: ClusterSpec) -> str:
     """The container's shell: the per-pod keys as ``--override`` arguments (the
     entrypoint records them for the readiness probe's health check), then the image's
     entrypoint."""
-    lines = [
-        "id=${HOSTNAME##*-}",
-        "advertised=INTERNAL://${POD_NAME}.${BROKERS_SERVICE}.${POD_NAMESPACE}.svc:"
-        f"{names.BROKER_PORT}",
-    ]
-    base = spec.brokers.external_node_port_base
-    if base is not None:
-        lines.append(
-            f'advertised="$advertised,EXTERNAL://${{EXTERNAL_HOST:-$NODE_IP}}:$(({base} + id))"'
-        )
-    lines.append('set -- --override "broker.id=$id" --override "advertised.listeners=$advertised"')
+    lines = ["id=${HOSTNAME##*-}", *listeners.advertised_script(spec)]
+    lines.append(
+        'set -- --override "broker.id=$id" --override "advertised.listeners=$advertised"'
+        ' --override "ssl.keystore.location=$keystore"'
+    )
     if spec.brokers.rack_topology_key is not None:
         lines.append(f'set -- "$@" --override "broker.rack=$(cat {RACK_DIR}/rack)"')
     lines.append(f'exec tidelog-entrypoint tidelog-server {CONFIG_DIR}/server.properties "$@"')
@@ -254,15 +195,12 @@ def _env(spec: ClusterSpec) -> list[dict[str, Any]]:
     def field(name: str, path: str) -> dict[str, Any]:
         return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
-    env = [
+    return [
         field("POD_NAME", "metadata.name"),
         field("POD_NAMESPACE", "metadata.namespace"),
         field("NODE_IP", "status.hostIP"),
         {"name": "BROKERS_SERVICE", "value": names.brokers_service(spec.name)},
     ]
-    if spec.brokers.external_host:
-        env.append({"name": "EXTERNAL_HOST", "value": spec.brokers.external_host})
-    return env
 
 
 def _rack_init_container(spec: ClusterSpec) -> dict[str, Any]:
@@ -307,24 +245,23 @@ def statefulset(spec: ClusterSpec, config_hash: str) -> dict[str, Any]:
     labels = names.broker_labels(spec.name)
     volume_mounts = [{"name": v.claim, "mountPath": v.path} for v in spec.volumes]
     volume_mounts.append({"name": "config", "mountPath": CONFIG_DIR})
+    volume_mounts += listeners.tls_mounts(spec)
     volumes: list[dict[str, Any]] = [
-        {"name": "config", "configMap": {"name": names.broker_config_map(spec.name)}}
+        {"name": "config", "configMap": {"name": names.broker_config_map(spec.name)}},
+        *listeners.tls_volumes(spec),
     ]
     init_containers = []
     if spec.brokers.rack_topology_key is not None:
         volumes.append({"name": "rack", "emptyDir": {}})
         volume_mounts.append({"name": "rack", "mountPath": RACK_DIR})
         init_containers.append(_rack_init_container(spec))
-    ports = [{"name": "kafka", "containerPort": names.BROKER_PORT}]
-    if spec.brokers.external_node_port_base is not None:
-        ports.append({"name": "external", "containerPort": EXTERNAL_PORT})
     container = {
         "name": "broker",
         "image": spec.brokers.image,
         "imagePullPolicy": spec.brokers.image_pull_policy,
         "command": ["sh", "-c", _start_script(spec)],
         "env": _env(spec),
-        "ports": ports,
+        "ports": listeners.container_ports(spec),
         # Broker.start() reaches ZooKeeper, then loads (and after an unclean shutdown
         # recovers) every log, and only then opens its listeners: until they answer, the
         # container is not ``started`` and the roller sees the broker recovering, which

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidelog_operator.broker_config import CheckedConfig, check_config, server_properties
-from tidelog_operator.builders import brokers, zookeeper
+from tidelog_operator.builders import brokers, listeners, zookeeper
 from tidelog_operator.spec import ClusterSpec
 
 __all__ = ["Children", "desired_children"]
@@ -39,7 +39,7 @@ def desired_children(spec: ClusterSpec) -> Children:
         brokers.broker_config_map(spec, properties),
         brokers.brokers_service(spec),
         brokers.bootstrap_service(spec),
-        *brokers.external_services(spec),
+        *listeners.node_port_services(spec),
         brokers.pod_disruption_budget(spec),
         brokers.statefulset(spec, config_hash),
     ]

@@ -24,11 +24,13 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tidelog.admin import AdminClient, AdminError
+from tidelog.admin import AdminError
 from tidelog.admin.moves import BROKER_THROTTLE_RATES, FOLLOWER_REPLICAS, LEADER_REPLICAS
 from tidelog.admin.topics import ElectionType
 from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import kube, names
+from tidelog_operator.cluster.certificate_commands import TLS_HANDLERS
+from tidelog_operator.cluster.command_base import Command, Context
 
 __all__ = [
     "HANDLERS",
@@ -51,10 +53,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _CONFLICT_RETRIES = 5
-
-
-class Command:
-    """A base for the commands below (frozen dataclasses)."""
 
 
 @dataclass(frozen=True)
@@ -143,17 +141,6 @@ class FinishReassignment(Command):
 
     brokers: tuple[int, ...]
     topics: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Context:
-    """What the handlers act through: the API client, the Cluster's namespace and
-    name, the brokers' admin client (made on first use)."""
-
-    api: client.ApiClient
-    namespace: str
-    cluster: str
-    admin: Callable[[], AdminClient]
 
 
 def _apply_children(command: ApplyChildren, context: Context) -> bool:
@@ -307,6 +294,7 @@ HANDLERS: dict[type[Command], Callable[[Any, Context], Any]] = {
     SetDrainingDirs: _set_draining,
     StartReassignment: _start,
     FinishReassignment: _finish,
+    **TLS_HANDLERS,
 }
 
 

@@ -30,8 +30,9 @@ from kubernetes.client.exceptions import ApiException
 from tidelog.admin import AdminClient, AdminError
 from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import conditions, kube, names
-from tidelog_operator.builders.brokers import bootstrap_address, node_reader_binding
+from tidelog_operator.builders.brokers import node_reader_binding
 from tidelog_operator.cluster.balance import REBALANCE_ANNOTATION, requested, unknown_request
+from tidelog_operator.cluster.certificate_step import certificate_step
 from tidelog_operator.cluster.children import desired_children
 from tidelog_operator.cluster.commands import (
     ApplyChildren,
@@ -51,7 +52,7 @@ from tidelog_operator.cluster.scaling import ScaleAction, ScaleDecision, brokers
 from tidelog_operator.cluster.snapshot import GENERATION_ANNOTATION, ClusterSnapshot, observe
 from tidelog_operator.cluster.status import Election, PassOutcome, cluster_status, progress
 from tidelog_operator.cluster.volume_step import needs_draining_dirs, volume_step, volumes_to_mount
-from tidelog_operator.cluster_client import ADMIN_TIMEOUT_S
+from tidelog_operator.cluster_client import NoCredentials, cluster_admin
 from tidelog_operator.conditions import Reason
 from tidelog_operator.names import GROUP, VERSION
 from tidelog_operator.spec import ClusterSpec, parse_cluster
@@ -119,12 +120,11 @@ def run_pass(
 ) -> bool:
     """One pass over the Cluster, under its lock; whether a roll, a drain of volumes or
     a scaling is under way after it (the daemon then looks again soon). ``admin`` makes
-    the brokers' admin client (tests point it at brokers outside Kubernetes); ``tell``
+    the brokers' admin client (by default from the operator's credentials for the
+    Cluster, ``cluster_client``; tests point it at brokers outside Kubernetes); ``tell``
     posts an event (each also goes to the log)."""
     api = api or kube.api()
-    make_admin = admin or (
-        lambda spec: AdminClient(bootstrap_address(spec), timeout=ADMIN_TIMEOUT_S)
-    )
+    make_admin = admin or (lambda spec: cluster_admin(spec.namespace, spec.name, api))
     clock = now or (lambda: datetime.datetime.now(datetime.UTC))
     with cluster_lock(namespace, name):
         cluster = kube.found(
@@ -181,16 +181,32 @@ def _pass(
     mount = volumes_to_mount(spec, volumes.decision.mount, snapshot.known_volumes)
     apply = _apply_children(spec, cluster, snapshot, brokers, mount, generation)
     local = local_step(snapshot.local, spec)
+    tls = certificate_step(spec, snapshot.tls, max(brokers, snapshot.running or 0), now)
     binding = node_reader_binding(spec, NODE_READER_ROLE)
     cluster_scoped = (ApplyObjects((binding,)),) if binding is not None else ()
-    context = Context(api, spec.namespace, spec.name, admin)
+    owner = {
+        "apiVersion": cluster["apiVersion"],
+        "kind": cluster["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    context = Context(api, spec.namespace, spec.name, admin, spec, owner)
     election = None
     applied = False
-    steps = (*cluster_scoped, *local.commands, apply, *roll.commands, *volumes.commands)
+    steps = (
+        *cluster_scoped,
+        *local.commands,
+        *tls,
+        apply,
+        *roll.commands,
+        *volumes.commands,
+    )
     for command in (*steps, *scale.commands):
         try:
             outcome = carry_out(command, context)
-        except (AdminError, OSError, ProtocolError) as error:
+        except (AdminError, OSError, ProtocolError, NoCredentials) as error:
             # The brokers did not answer: the next pass observes what took effect and
             # decides again (a reassignment's start is recorded as running either way).
             logger.warning(

@@ -26,7 +26,9 @@ from tidelog.admin.planner import ClusterState
 from tidelog.admin.topics import ConfigResourceType
 from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import kube, names
+from tidelog_operator.cluster.certificate_step import TlsView, tls_view
 from tidelog_operator.cluster.local_step import LocalStorage
+from tidelog_operator.cluster_client import NoCredentials
 from tidelog_operator.spec import ClusterSpec, Volume, local_volume_labels
 
 __all__ = [
@@ -171,6 +173,7 @@ class ClusterSnapshot:
     brokers: BrokersView | None = None
     unreachable: str | None = None  # why ``brokers`` is None, when they were asked
     local: LocalStorage | None = None  # with ``spec.storage.local`` only
+    tls: TlsView = field(default_factory=TlsView)
 
     @property
     def running(self) -> int | None:
@@ -218,13 +221,16 @@ def observe(
         and (found := _claimed_volume(core, claim, spec.namespace)) is not None
     }
     local = _local_storage(api, core, spec) if spec.local is not None else None
-    snapshot = ClusterSnapshot(statefulset, pods, zookeeper_ready, pod_volumes, local=local)
+    tls = tls_view(spec, _secrets(core, spec))
+    snapshot = ClusterSnapshot(
+        statefulset, pods, zookeeper_ready, pod_volumes, local=local, tls=tls
+    )
     if not any(p.ready for p in pods):
         return snapshot
     try:
         templates = None if statefulset is None or statefulset.going else statefulset.templates
         brokers = ask_brokers(admin(), draining=draining(templates))
-    except (OSError, AdminError, ProtocolError) as error:
+    except (OSError, AdminError, ProtocolError, NoCredentials) as error:
         logger.info("cluster %s/%s: brokers do not answer: %s", spec.namespace, spec.name, error)
         return replace(snapshot, unreachable=str(error))
     return replace(snapshot, brokers=brokers)
@@ -262,6 +268,14 @@ def _selector(labels: Mapping[str, str]) -> str:
 
 def _pods(core: client.CoreV1Api, spec: ClusterSpec, labels: Mapping[str, str]) -> list:
     return core.list_namespaced_pod(spec.namespace, label_selector=_selector(labels)).items
+
+
+def _secrets(core: client.CoreV1Api, spec: ClusterSpec) -> dict[str, dict[str, str]]:
+    """The Cluster's Secrets (its TLS material), name → data."""
+    found = core.list_namespaced_secret(
+        spec.namespace, label_selector=_selector(names.cluster_labels(spec.name))
+    ).items
+    return {secret.metadata.name: secret.data or {} for secret in found}
 
 
 def _pod_ready(pod: client.V1Pod) -> bool:

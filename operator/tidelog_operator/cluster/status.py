@@ -24,7 +24,7 @@ from typing import Any
 
 from tidelog_operator import conditions
 from tidelog_operator.broker_config import CheckedConfig
-from tidelog_operator.builders.brokers import bootstrap_address
+from tidelog_operator.builders.listeners import client_bootstrap, listener_status
 from tidelog_operator.cluster.disks import VolumeAction
 from tidelog_operator.cluster.roll_step import RollStep
 from tidelog_operator.cluster.rolling import RollAction
@@ -137,7 +137,8 @@ def cluster_status(
         readyBrokers=sum(
             p.ready and (brokers is None or p.id in registered) for p in snapshot.pods
         ),
-        bootstrap=bootstrap_address(spec),
+        bootstrap=client_bootstrap(spec),
+        listeners=listener_status(spec),
         brokers=[_broker_entry(p, snapshot, counts) for p in sorted(snapshot.pods, key=_id)],
     )
     status.pop("spreadBrokers", None)
