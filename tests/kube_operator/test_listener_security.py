@@ -12,11 +12,14 @@ it out, and real clients.
   (its ACL lets it produce); a certificate from another CA is refused.
 - ``tidelog-healthcheck``, the pods' probes, passes on every listener: the broker's own
   certificate is accepted where a listener wants one from the clients CA.
+- A certificate replaced in the broker's keystore file is served once the certificate
+  step has the broker read its stores again, without a restart.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime
 import subprocess
 from pathlib import Path
 
@@ -34,11 +37,15 @@ from tidelog.security.acls import (
     ResourcePattern,
     ResourceType,
 )
-from tidelog.security.certificates import CertificateAuthority
+from tidelog.security.certificates import CertificateAuthority, CertificateFacts
 from tidelog.security.client_security import ClientSecurity
 from tidelog.server.process import TIDELOG_SERVER
 from tidelog_operator import names
 from tidelog_operator.builders import brokers, certificates, listeners
+from tidelog_operator.cluster.certificate_commands import ReloadStores
+from tidelog_operator.cluster.certificate_step import TlsView, certificate_step
+from tidelog_operator.cluster.commands import Context, carry_out
+from tidelog_operator.cluster.tls_probe import served_fingerprints
 from tidelog_operator.spec import parse_cluster
 from waiting import wait_until
 
@@ -57,6 +64,7 @@ SPEC = parse_cluster(
 )
 POD_HOST = "events-broker-0.events-brokers.ns.svc"
 HEALTHCHECK = TIDELOG_SERVER.with_name("tidelog-healthcheck")
+NOW = datetime.datetime.now(datetime.UTC)
 
 
 class OperatorConfiguredBroker:
@@ -199,3 +207,34 @@ def test_the_operators_listeners_serve_its_admin_scram_and_certificate_users(bro
     )
     assert check.returncode == 0, check.stderr
     assert "REPLICATION" in check.stdout and "MTLS" in check.stdout
+
+
+def test_a_certificate_renewed_in_its_file_is_served_once_the_step_has_the_broker_reload(
+    broker, monkeypatch
+):
+    """As the kubelet swaps a Secret's files, the broker's keystore file is replaced; the
+    broker serves its old certificate until the certificate step, seeing the probe's
+    fingerprint differ from the Secret's, has it read its stores again (no restart)."""
+    for constant in ("BROKER_CERTS_DIR", "CLUSTER_CA_DIR", "CLIENTS_CA_DIR"):
+        monkeypatch.setattr(listeners, constant, broker._local(getattr(listeners, constant)))
+    admin = broker.operator_admin()
+    address = {0: ("localhost", broker.ports[9091])}
+    before = served_fingerprints(admin, address)[0]
+    keystore = broker.tls / "broker" / "events-broker-0.pem"
+    issued = broker.cluster_ca.issue(names.broker_subject("events"), hosts=["localhost"])
+    swapped = keystore.with_suffix(".new")
+    swapped.write_bytes(issued.key_pem() + issued.chain_pem)
+    swapped.replace(keystore)
+    renewed = CertificateFacts.of(issued.certificate)
+    assert served_fingerprints(admin, address)[0] == before != renewed.sha256_fingerprint
+
+    view = TlsView(brokers={"events-broker-0": renewed})
+    commands = certificate_step(SPEC, view, 0, NOW, served={0: before})
+    assert ReloadStores((0,)) in commands
+    context = Context(None, "ns", "events", lambda: admin, SPEC)
+    carry_out(ReloadStores((0,)), context)
+    # the broker applies its dynamic config as ZooKeeper tells it of the change
+    wait_until(
+        lambda: served_fingerprints(admin, address)[0] == renewed.sha256_fingerprint,
+        "the renewed certificate served",
+    )

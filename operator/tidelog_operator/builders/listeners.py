@@ -49,6 +49,7 @@ __all__ = [
     "listener_status",
     "node_port_services",
     "operator_principal",
+    "store_keys",
     "tls_mounts",
     "tls_volumes",
 ]
@@ -142,6 +143,28 @@ def advertised_listeners(spec: ClusterSpec, pod_host: str, broker_id: int) -> st
         pod_host,
         lambda listener: f"{listener.host or 'node.invalid'}:{listener.node_port_base + broker_id}",
     )
+
+
+def store_keys(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
+    """For each TLS listener of broker ``broker_id``, its keystore's and truststore's
+    locations under the listener's prefix: set dynamically (to the paths they already
+    have), they make the broker read the files again, as Kafka's dynamic
+    ``ssl.keystore.*`` does, so a certificate renewed in its Secret is served without a
+    restart."""
+    keystore = f"{BROKER_CERTS_DIR}/{names.broker_pod(spec.name, broker_id)}.pem"
+    cluster_trust = f"{CLUSTER_CA_DIR}/{CA_FILE}"
+    stores = {REPLICATION_LISTENER: cluster_trust}
+    for listener in spec.listeners:
+        if listener.tls:
+            tls_users = listener.authentication == AUTHENTICATION_TLS
+            stores[listener.kafka_name] = (
+                f"{CLIENTS_CA_DIR}/{CA_FILE}" if tls_users else cluster_trust
+            )
+    keys = {}
+    for name, truststore in stores.items():
+        keys[_prefix(name) + "ssl.keystore.location"] = keystore
+        keys[_prefix(name) + "ssl.truststore.location"] = truststore
+    return keys
 
 
 def advertised_script(spec: ClusterSpec) -> list[str]:

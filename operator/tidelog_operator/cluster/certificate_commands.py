@@ -17,9 +17,11 @@ from typing import Any
 
 from kubernetes import client
 
+from tidelog.admin.topics import AlterConfigOp, ConfigResourceType, OpType
 from tidelog.security.certificates import CertificateAuthority
 from tidelog_operator import kube, names
 from tidelog_operator.builders import certificates
+from tidelog_operator.builders.listeners import store_keys
 from tidelog_operator.cluster.command_base import Command, Context
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "IssueBrokerCertificates",
     "IssueCa",
     "IssueOperatorCredentials",
+    "ReloadStores",
     "TlsCommand",
 ]
 
@@ -65,6 +68,13 @@ class WriteClientsTrust(TlsCommand):
 @dataclass(frozen=True)
 class IssueBrokerCertificates(TlsCommand):
     """Issue a certificate from the cluster CA for each broker of ``broker_ids``."""
+
+    broker_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ReloadStores(TlsCommand):
+    """Have each broker of ``broker_ids`` read its keystores and truststores again."""
 
     broker_ids: tuple[int, ...]
 
@@ -149,9 +159,25 @@ def _issue_operator(command: IssueOperatorCredentials, context: Context) -> None
     _apply(context, secret)
 
 
+def _reload(command: ReloadStores, context: Context) -> None:
+    admin = context.admin()
+    changes = {
+        str(broker): [
+            AlterConfigOp(key, OpType.SET, value)
+            for key, value in store_keys(context.spec, broker).items()
+        ]
+        for broker in command.broker_ids
+    }
+    results = admin.incremental_alter_configs(ConfigResourceType.BROKER, changes)
+    for error in results.values():
+        if error is not None:
+            raise error
+
+
 TLS_HANDLERS = {
     IssueCa: _issue_ca,
     WriteClientsTrust: _write_clients_trust,
     IssueBrokerCertificates: _issue_brokers,
     IssueOperatorCredentials: _issue_operator,
+    ReloadStores: _reload,
 }

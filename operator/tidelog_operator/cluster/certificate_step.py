@@ -26,6 +26,7 @@ from tidelog_operator.cluster.certificate_commands import (
     IssueBrokerCertificates,
     IssueCa,
     IssueOperatorCredentials,
+    ReloadStores,
     TlsCommand,
     WriteClientsTrust,
 )
@@ -112,15 +113,27 @@ def _stale(
         or leaf.authority_key_id != ca.subject_key_id
         or leaf.issuer != ca.subject
         or not set(hosts) <= set(leaf.dns_names)
-        or leaf.not_after - now < datetime.timedelta(days=RENEWAL_DAYS)
+        # ending, and a new one would last longer (a leaf never outlives its CA: near the
+        # CA's own end, renewing the CA is what helps, not issuing leaves again and again)
+        or (
+            leaf.not_after - now < datetime.timedelta(days=RENEWAL_DAYS)
+            and leaf.not_after < ca.not_after
+        )
     )
 
 
 def certificate_step(
-    spec: ClusterSpec, view: TlsView, running: int, now: datetime.datetime
+    spec: ClusterSpec,
+    view: TlsView,
+    running: int,
+    now: datetime.datetime,
+    served: Mapping[int, str] | None = None,
 ) -> tuple[TlsCommand, ...]:
     """The commands that give the Cluster, with ``running`` brokers, what it lacks (all
-    of it in its first pass: each handler reads what the one before it wrote)."""
+    of it in its first pass: each handler reads what the one before it wrote), and that
+    have each broker still serving another certificate than its Secret's (``served``:
+    fingerprints by broker id) read its stores again, pass after pass until it serves
+    it (the kubelet updates a mounted Secret within a minute or so)."""
     commands: list[TlsCommand] = []
     if view.cluster_ca is None:
         commands.append(IssueCa(CaKind.CLUSTER))
@@ -143,4 +156,13 @@ def certificate_step(
         commands.append(IssueBrokerCertificates(stale))
     if _stale(view.operator, view.cluster_ca, [], now):
         commands.append(IssueOperatorCredentials())
+    outdated = tuple(
+        broker_id
+        for broker_id, fingerprint in sorted((served or {}).items())
+        if (leaf := view.brokers.get(names.broker_pod(spec.name, broker_id))) is not None
+        and broker_id not in stale
+        and leaf.sha256_fingerprint != fingerprint
+    )
+    if outdated:
+        commands.append(ReloadStores(outdated))
     return tuple(commands)

@@ -181,7 +181,8 @@ def _pass(
     mount = volumes_to_mount(spec, volumes.decision.mount, snapshot.known_volumes)
     apply = _apply_children(spec, cluster, snapshot, brokers, mount, generation)
     local = local_step(snapshot.local, spec)
-    tls = certificate_step(spec, snapshot.tls, max(brokers, snapshot.running or 0), now)
+    served = snapshot.brokers.served if snapshot.brokers is not None else {}
+    tls = certificate_step(spec, snapshot.tls, max(brokers, snapshot.running or 0), now, served)
     binding = node_reader_binding(spec, NODE_READER_ROLE)
     cluster_scoped = (ApplyObjects((binding,)),) if binding is not None else ()
     owner = {

@@ -28,6 +28,7 @@ from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import kube, names
 from tidelog_operator.cluster.certificate_step import TlsView, tls_view
 from tidelog_operator.cluster.local_step import LocalStorage
+from tidelog_operator.cluster.tls_probe import served_fingerprints
 from tidelog_operator.cluster_client import NoCredentials
 from tidelog_operator.spec import ClusterSpec, Volume, local_volume_labels
 
@@ -128,8 +129,8 @@ class LogDir:
 class BrokersView:
     """What the brokers said: ``racks`` of the live (registered) brokers, the
     controller, every partition, each live broker's log dirs, the reassignments in
-    progress (partition → replicas being added) and, when asked, each live broker's
-    draining dirs."""
+    progress (partition → replicas being added), when asked, each live broker's
+    draining dirs, and the certificate each serves."""
 
     racks: Mapping[int, str | None]
     controller: int | None
@@ -137,6 +138,8 @@ class BrokersView:
     log_dirs: Mapping[int, tuple[LogDir, ...]]
     reassigning: Mapping[TopicPartition, tuple[int, ...]]
     draining: Mapping[int, frozenset[str]] = field(default_factory=dict)
+    # the fingerprint of the certificate each live broker serves (``tls_probe``)
+    served: Mapping[int, str] = field(default_factory=dict)
 
     @property
     def assignment(self) -> dict[TopicPartition, list[int]]:
@@ -387,4 +390,5 @@ def ask_brokers(admin: AdminClient, *, draining: bool) -> BrokersView:
     reassigning = {tp: r.adding for tp, r in admin.list_reassignments().items()}
     drains = {b: frozenset(admin.draining_dirs(b)) for b in racks} if draining else {}
     controller = metadata.controller_id if metadata.controller_id >= 0 else None
-    return BrokersView(racks, controller, tuple(partitions), log_dirs, reassigning, drains)
+    served = served_fingerprints(admin, {b.node_id: (b.host, b.port) for b in metadata.brokers})
+    return BrokersView(racks, controller, tuple(partitions), log_dirs, reassigning, drains, served)
