@@ -1,7 +1,7 @@
 """The CRDs of ``crds/`` on a real API server, applied as a user applies them: they
 install and are served, the server fills in their defaults, rejects bad objects with
 the schema's own messages (CEL rules included), ``kubectl explain`` teaches every
-field, and ``kubectl get tidelog`` lists all three kinds. Without a server: every field
+field, and ``kubectl get tidelog`` lists all four kinds. Without a server: every field
 of every schema has a description, and the schemas are structural."""
 
 from __future__ import annotations
@@ -19,7 +19,12 @@ from kubeapi.control_plane import ControlPlane
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
 GROUP, VERSION = "tidelog.dev", "v1alpha1"
-PLURALS = {"Cluster": "clusters", "Topic": "topics", "ConsumerGroup": "consumergroups"}
+PLURALS = {
+    "Cluster": "clusters",
+    "Topic": "topics",
+    "ConsumerGroup": "consumergroups",
+    "User": "users",
+}
 
 
 def crd_documents() -> list[dict]:
@@ -108,6 +113,16 @@ TOPIC = {"clusterRef": "c", "partitions": 3, "replicationFactor": 2}
 SPARK = {"application": {"module": "pipeline"}}
 ONE_OF_APPLICATION = "application needs exactly one of module and configMap"
 LISTENER = {"name": "app", "port": 9100}
+USER = {"clusterRef": "c", "authentication": {"type": "scram-sha-512"}}
+TOPIC_ACL = {"resource": {"type": "topic", "name": "orders"}, "operations": ["Read"]}
+
+
+def acls(*entries: dict) -> dict:
+    return {**USER, "authorization": {"acls": list(entries)}}
+
+
+def password_from(secret: str) -> dict:
+    return {"valueFrom": {"secretKeyRef": {"name": secret, "key": "password"}}}
 
 
 def listeners(*entries: dict) -> dict:
@@ -141,6 +156,21 @@ def test_the_server_fills_in_the_defaults(crds_installed, kube_api, kube_namespa
     assert spark["driver"] == {"cores": 1, "memory": "512m", "cpuRequest": "250m"}
     assert spark["executor"] == {"instances": 1, "cores": 1, "memory": "512m", "cpuRequest": "250m"}
     assert spark["checkpoint"] == {"size": "1Gi"}
+    assert apply(crds_installed, kube_namespace, "User", "u", acls(TOPIC_ACL)).returncode == 0
+    user = client.CustomObjectsApi(kube_api).get_namespaced_custom_object(
+        GROUP, VERSION, kube_namespace, "users", "u"
+    )["spec"]
+    assert user["authorization"] == {
+        "type": "simple",
+        "acls": [
+            {
+                "resource": {"type": "topic", "name": "orders", "patternType": "literal"},
+                "operations": ["Read"],
+                "host": "*",
+                "type": "allow",
+            }
+        ],
+    }
 
 
 @pytest.mark.parametrize(
@@ -229,6 +259,62 @@ def test_the_server_fills_in_the_defaults(crds_installed, kube_api, kube_namespa
             {"clusterRef": "c", "spark": {**SPARK, "executor": {"instances": 0}}},
             "spec.spark.executor.instances",
         ),
+        ("User", {"clusterRef": "c"}, "spec.authentication: Required value"),
+        ("User", {**USER, "authentication": {"type": "plain"}}, "Unsupported value"),
+        (
+            "User",
+            {**USER, "authentication": {"type": "tls", "password": password_from("pw")}},
+            "password is for scram-sha-512 users; a tls user has a certificate",
+        ),
+        (
+            "User",
+            {**USER, "authentication": {"type": "scram-sha-512", "password": password_from("bad")}},
+            "the password's Secret cannot be named like the User",
+        ),
+        (
+            "User",
+            acls({"resource": {"type": "topic"}, "operations": ["Read"]}),
+            "resource.name is required for topic, group and transactionalId",
+        ),
+        (
+            "User",
+            acls(
+                {"resource": {"type": "cluster", "name": "kafka-cluster"}, "operations": ["Alter"]}
+            ),
+            "a cluster resource has no name",
+        ),
+        (
+            "User",
+            acls(
+                {"resource": {"type": "cluster", "patternType": "prefix"}, "operations": ["Alter"]}
+            ),
+            "a cluster resource's patternType is literal",
+        ),
+        (
+            "User",
+            acls({**TOPIC_ACL, "operations": ["Read", "IdempotentWrite"]}),
+            "a topic ACL takes Read, Write, Create, Delete, Alter, Describe",
+        ),
+        (
+            "User",
+            acls({"resource": {"type": "group", "name": "g"}, "operations": ["Write"]}),
+            "a group ACL takes Read, Delete, Describe or All",
+        ),
+        (
+            "User",
+            acls({"resource": {"type": "cluster"}, "operations": ["Read"]}),
+            "a cluster ACL takes Create, Alter, Describe, ClusterAction",
+        ),
+        (
+            "User",
+            acls({"resource": {"type": "transactionalId", "name": "t"}, "operations": ["Read"]}),
+            "a transactionalId ACL takes Write, Describe or All",
+        ),
+        ("User", acls({**TOPIC_ACL, "operations": []}), "spec.authorization.acls[0].operations"),
+        ("User", acls({**TOPIC_ACL, "operations": ["Read", "Read"]}), "Duplicate value"),
+        ("User", acls({**TOPIC_ACL, "operations": ["Fly"]}), "Unsupported value"),
+        ("User", acls({**TOPIC_ACL, "type": "maybe"}), "Unsupported value"),
+        ("User", {**USER, "quotas": {"producerByteRate": -1}}, "spec.quotas.producerByteRate"),
     ],
 )
 def test_bad_objects_are_refused_with_their_message(
@@ -248,6 +334,13 @@ def test_names_and_cluster_refs_do_not_change(crds_installed, kube_namespace):
     assert "clusterRef cannot change; make a new Topic" in moved.stderr
     grown = apply(crds_installed, kube_namespace, "Topic", "t", {**spec, "partitions": 6})
     assert grown.returncode == 0, grown.stderr
+    assert apply(crds_installed, kube_namespace, "User", "u", USER).returncode == 0
+    moved = apply(crds_installed, kube_namespace, "User", "u", {**USER, "clusterRef": "d"})
+    assert "clusterRef cannot change; make a new User" in moved.stderr
+    tls = apply(
+        crds_installed, kube_namespace, "User", "u", {**USER, "authentication": {"type": "tls"}}
+    )
+    assert tls.returncode == 0, tls.stderr
 
 
 def test_kubectl_explains_and_lists_the_category(crds_installed, kube_namespace):
@@ -258,10 +351,17 @@ def test_kubectl_explains_and_lists_the_category(crds_installed, kube_namespace)
     assert "claimRetention" in text and "local" in text
     explained = crds_installed.kubectl("explain", "consumergroup.spec.reset.to")
     assert "shiftBy (value: added to the committed offsets" in " ".join(explained.stdout.split())
+    explained = crds_installed.kubectl(
+        "explain", "user.spec.authorization.acls.resource.patternType"
+    )
+    assert explained.returncode == 0, explained.stderr
+    text = " ".join(explained.stdout.split())
+    assert "prefix: every resource whose name starts with name." in text
     for kind, spec in (
         ("Cluster", CLUSTER),
         ("Topic", TOPIC),
         ("ConsumerGroup", {"clusterRef": "c"}),
+        ("User", acls(TOPIC_ACL)),
     ):
         assert apply(crds_installed, kube_namespace, kind, "listed", spec).returncode == 0
     listed = crds_installed.kubectl("get", "tidelog", "-n", kube_namespace, "-o", "name")
@@ -269,6 +369,7 @@ def test_kubectl_explains_and_lists_the_category(crds_installed, kube_namespace)
         "cluster.tidelog.dev/listed",
         "consumergroup.tidelog.dev/listed",
         "topic.tidelog.dev/listed",
+        "user.tidelog.dev/listed",
     ]
     table = crds_installed.kubectl("get", "tlt", "-n", kube_namespace)
     assert table.stdout.split("\n")[0].split() == [
@@ -279,6 +380,16 @@ def test_kubectl_explains_and_lists_the_category(crds_installed, kube_namespace)
         "STATUS",
         "AGE",
     ]
+    table = crds_installed.kubectl("get", "tu", "-n", kube_namespace)
+    assert table.stdout.split("\n")[0].split() == [
+        "NAME",
+        "CLUSTER",
+        "AUTHENTICATION",
+        "AUTHORIZATION",
+        "READY",
+        "AGE",
+    ]
+    assert table.stdout.split("\n")[1].split()[:4] == ["listed", "c", "scram-sha-512", "simple"]
 
 
 def test_scaling_a_cluster_goes_through_the_scale_subresource(
