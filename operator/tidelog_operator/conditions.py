@@ -44,6 +44,14 @@ ConsumerGroup:
   Events of a Spark application (``consumer_group/application.py``):
   ``ApplicationSubmitted``, ``ApplicationStopping`` (for a reset), ``ApplicationFailed``
   (a warning, with the error and the back-off).
+
+User (``user/status.py``):
+
+* ``Ready``: the user's credential, ACLs, quotas and Secret are as the spec says
+  (``Synced``). False with ``ClusterNotFound``, ``ClusterNotReady`` (its clients CA or
+  its brokers not there yet), ``PasswordSecretNotFound`` (the Secret or key the spec
+  names for the password), ``InvalidPassword``, ``SecretNotOwned`` (a Secret named like
+  the User that the operator did not write), ``SyncFailed`` (a broker refused a call).
 """
 
 from __future__ import annotations
@@ -113,6 +121,12 @@ class Reason:
     APPLICATION_FAILED = "ApplicationFailed"
     APPLIED = "Applied"
     RESET_APPLIED = "ResetApplied"  # an event: a declarative offset reset applied
+    # User
+    CLUSTER_NOT_READY = "ClusterNotReady"
+    PASSWORD_SECRET_NOT_FOUND = "PasswordSecretNotFound"
+    INVALID_PASSWORD = "InvalidPassword"
+    SECRET_NOT_OWNED = "SecretNotOwned"
+    SYNC_FAILED = "SyncFailed"
 
 
 def set_condition(
