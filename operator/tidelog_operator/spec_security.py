@@ -46,7 +46,8 @@ class ListenerSpec:
     """One listener of the spec: reached inside Kubernetes through the bootstrap and
     headless Services (``internal``), or from outside at each node's address and port
     ``node_port_base + broker id`` (``nodeport``; advertised as ``host``, else the node's
-    address)."""
+    address). ``network_policy_peers`` are Kubernetes NetworkPolicyPeers, as the spec
+    gives them, admitted to the listener's port; none admits everyone."""
 
     name: str
     port: int
@@ -55,6 +56,7 @@ class ListenerSpec:
     type: str = INTERNAL
     node_port_base: int | None = None
     host: str | None = None
+    network_policy_peers: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def kafka_name(self) -> str:
@@ -98,6 +100,7 @@ def _listener(raw: Mapping[str, Any]) -> ListenerSpec:
         type=raw.get("type", INTERNAL),
         node_port_base=raw.get("nodePortBase"),
         host=raw.get("host"),
+        network_policy_peers=tuple(raw.get("networkPolicyPeers") or ()),
     )
 
 
