@@ -53,6 +53,11 @@ _RESOURCES = {
     ("v1", "PersistentVolumeClaim"): ("/api/v1", "persistentvolumeclaims", True),
     ("apps/v1", "StatefulSet"): ("/apis/apps/v1", "statefulsets", True),
     ("policy/v1", "PodDisruptionBudget"): ("/apis/policy/v1", "poddisruptionbudgets", True),
+    ("networking.k8s.io/v1", "NetworkPolicy"): (
+        "/apis/networking.k8s.io/v1",
+        "networkpolicies",
+        True,
+    ),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): (
         "/apis/rbac.authorization.k8s.io/v1",
         "clusterrolebindings",
