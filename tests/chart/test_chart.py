@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from kubeapi.control_plane import ControlPlane, find_tool
+from tidelog_operator.operator_identity import parse_labels
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "tidelog-operator"
@@ -105,6 +106,14 @@ def test_rbac_follows_watch_namespaces():
     }
     assert env["TIDELOG_SPARK_DRIVER_ROLE"] == "tl-tidelog-operator-spark-driver"
     assert env["TIDELOG_SPARK_IMAGE"].startswith("tidelog-spark:")
+    # the operator admits its own pods to the brokers and ZooKeeper by these labels
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert parse_labels(env["TIDELOG_OPERATOR_LABELS"]) == selector
+    assert selector.items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    namespaced = {
+        r["resources"][0]: r["verbs"] for d in some if d["kind"] == "Role" for r in d["rules"]
+    }
+    assert namespaced["networkpolicies"] == ["get", "create", "patch"]
 
 
 def test_the_chart_installs_and_uninstalls(kube_control_plane: ControlPlane, kube_namespace: str):

@@ -22,6 +22,16 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/* The selector's labels as key=value,key=value: the operator admits its own pods by
+them in the Clusters' NetworkPolicies. */}}
+{{- define "tidelog-operator.selectorTerms" -}}
+{{- $terms := list -}}
+{{- range $key, $value := include "tidelog-operator.selector" . | fromYaml -}}
+{{- $terms = append $terms (printf "%s=%s" $key $value) -}}
+{{- end -}}
+{{- join "," $terms -}}
+{{- end -}}
+
 {{- define "tidelog-operator.serviceAccountName" -}}
 {{- default (include "tidelog-operator.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
@@ -77,5 +87,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   verbs: [get, create, patch, delete]
 - apiGroups: [policy]
   resources: [poddisruptionbudgets]
+  verbs: [get, create, patch]
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
   verbs: [get, create, patch]
 {{- end -}}
