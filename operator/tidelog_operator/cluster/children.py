@@ -1,6 +1,6 @@
 """Everything a Cluster should have, from its spec alone: ZooKeeper (unless external),
-the brokers' configuration, Services, disruption budget and StatefulSet, and the
-outcome of the config check (``ConfigValid``)."""
+the NetworkPolicies, the brokers' configuration, Services, disruption budget and
+StatefulSet, and the outcome of the config check (``ConfigValid``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from tidelog_operator import operator_identity
 from tidelog_operator.broker_config import CheckedConfig, check_config, server_properties
-from tidelog_operator.builders import brokers, listeners, zookeeper
+from tidelog_operator.builders import brokers, listeners, network_policies, zookeeper
 from tidelog_operator.spec import ClusterSpec
 
 __all__ = ["Children", "desired_children"]
@@ -22,15 +23,20 @@ class Children:
     config_hash: str
 
 
-def desired_children(spec: ClusterSpec) -> Children:
-    """The namespaced objects of the Cluster, in the order they are applied."""
+def desired_children(
+    spec: ClusterSpec, operator: operator_identity.OperatorIdentity | None = None
+) -> Children:
+    """The namespaced objects of the Cluster, in the order they are applied; the
+    policies admit ``operator``'s pods, by default those the environment names
+    (:func:`~tidelog_operator.operator_identity.from_environment`)."""
     connect = zookeeper.connect_string(spec)
     defaults = brokers.default_keys(spec)
     keys = {**defaults, **brokers.broker_keys(spec, connect, 0)}
     checked = check_config(spec.brokers.config, keys)
     properties = server_properties(brokers.operator_keys(spec, connect), checked.accepted, defaults)
     config_hash = hashlib.sha256(properties.encode()).hexdigest()[:16]
-    objects: list[dict[str, Any]] = []
+    operator = operator or operator_identity.from_environment()
+    objects: list[dict[str, Any]] = network_policies.network_policies(spec, operator)
     ensemble = zookeeper.zookeeper_statefulset(spec, spec.brokers.image)
     if ensemble is not None:
         objects += [zookeeper.zookeeper_service(spec), ensemble]
