@@ -38,15 +38,19 @@ export TIDELOG_SPARK_LIBS := $(SPARK_LIBS)
 # kind node image holds (kubelet, kubeadm, the control plane, kube-proxy, etcd, CoreDNS).
 # One Kubernetes version throughout: the kubernetes Python client (pyproject.toml) and
 # kind's node image follow it, and etcd and CoreDNS are the versions kubeadm deploys
-# with it (tools/kind/node-image.sh checks that).
+# with it (tools/kind/node-image.sh checks that). kube-router, the e2e cluster's
+# NetworkPolicy enforcer, is built in tools/kube-router/, whose go.mod requires the same
+# version: v2.1.0, the only one the Go module proxy serves.
 KUBERNETES_VERSION := v1.31.4
 ETCD_VERSION := v3.5.15
 COREDNS_VERSION := v1.11.3
 HELM_VERSION := v3.16.4
 KIND_VERSION := v0.24.0
+KUBE_ROUTER_VERSION := v2.1.0
 K8S_TOOLS := $(CACHE_DIR)/k8s
 K8S_TOOL_BUILDS := kubernetes-$(KUBERNETES_VERSION) etcd-$(ETCD_VERSION) \
-    coredns-$(COREDNS_VERSION) helm-$(HELM_VERSION) kind-$(KIND_VERSION)
+    coredns-$(COREDNS_VERSION) helm-$(HELM_VERSION) kind-$(KIND_VERSION) \
+    kube-router-$(KUBE_ROUTER_VERSION)
 K8S_TOOL_DIRS := $(addprefix $(K8S_TOOLS)/,$(K8S_TOOL_BUILDS))
 empty :=
 space := $(empty) $(empty)
@@ -66,9 +70,13 @@ export TIDELOG_SPARK_IMAGE := tidelog-spark:$(VERSION)
 # registry serves it, else one built here from the binaries of k8s-tools.
 export KUBERNETES_VERSION ETCD_VERSION COREDNS_VERSION K8S_TOOLS
 
+# kube-router's image (tools/kind/kube-router-image.sh), which the e2e fixture loads into
+# every node of its cluster and runs there to enforce NetworkPolicies (docs/e2e.md).
+export TIDELOG_KUBE_ROUTER_IMAGE := tidelog-kube-router:$(KUBE_ROUTER_VERSION)
+
 .PHONY: setup native run test e2e lint bench bench-storage kafka-libs zookeeper-libs spark-libs \
     k8s-tools k8s-env \
-    images kind-node-image go-test clean
+    images kind-node-image kube-router-image go-test clean
 
 setup: $(STAMP) native zookeeper-libs spark-libs
 
@@ -129,10 +137,11 @@ $(SPARK_STAMP): tools/spark-libs/pom.xml pyproject.toml
 	    -DoutputDirectory=$(SPARK_LIBS)
 	touch $@
 
-# The script returns at once for a tool whose cached build is complete.
+# The script returns at once for a tool whose cached build is complete. A build is named
+# TOOL-vVERSION (a TOOL may hold a dash).
 k8s-tools:
 	@for build in $(K8S_TOOL_BUILDS); do \
-	    tools/k8s/build.sh "$${build%%-*}" "$${build#*-}" $(K8S_TOOLS) || exit 1; \
+	    tools/k8s/build.sh "$${build%-v*}" "v$${build##*-v}" $(K8S_TOOLS) || exit 1; \
 	done
 
 # `eval "$(make -s k8s-env)"` puts the cached tools on a shell's PATH, and tells the
@@ -152,6 +161,10 @@ images: setup
 
 kind-node-image: k8s-tools images
 	tools/kind/node-image.sh >/dev/null
+
+kube-router-image: k8s-tools
+	tools/kind/kube-router-image.sh IMAGE=$(TIDELOG_KUBE_ROUTER_IMAGE) \
+	    BINARY=$(K8S_TOOLS)/kube-router-$(KUBE_ROUTER_VERSION)/kube-router >/dev/null
 
 # Apache Kafka's protocol message definitions (JSON from the kafka-clients jar), committed
 # under broker-image/tidelog/protocol/messages/ so that the broker never needs Java.
@@ -181,7 +194,7 @@ side_by_side = $(MAKE) --no-print-directory --jobs=$(SETUP_JOBS) $(1)
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter-out 1,$(TEST_WORKERS)),--numprocesses $(TEST_WORKERS) --dist loadgroup)
 test:
-	$(call side_by_side,setup kafka-libs k8s-tools images kind-node-image go-test)
+	$(call side_by_side,setup kafka-libs k8s-tools images kind-node-image kube-router-image go-test)
 	$(BIN)/pytest $(XDIST) -m "not heavy" --durations=20; light=$$?; \
 	if [ $$light -gt 1 ]; then exit $$light; fi; \
 	$(BIN)/pytest -m heavy --durations=20; heavy=$$?; \
@@ -189,7 +202,7 @@ test:
 
 # The kind end-to-end tests alone (e2e/conftest.py: E2E_KEEP=1 keeps the cluster).
 e2e:
-	$(call side_by_side,setup k8s-tools images kind-node-image)
+	$(call side_by_side,setup k8s-tools images kind-node-image kube-router-image)
 	$(BIN)/pytest --durations=0 e2e
 
 go-test:

@@ -5,11 +5,15 @@ The cluster is described by ``e2e/kind.yaml`` and created from the node image of
 ``make kind-node-image`` (tools/kind/node-image.sh). A cluster that already exists under
 the same name, kept on purpose by an earlier session (``E2E_KEEP=1``), is reused when
 its nodes become Ready; otherwise it is deleted and created anew (e2e/conftest.py).
+Either way NetworkPolicies are enforced in it: kube-router's firewall runs on every node
+(``e2e/kube-router.yaml``), since neither our pod network nor a registry-less machine
+offers an enforcer of its own.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -22,6 +26,9 @@ __all__ = ["ClusterError", "KindCluster"]
 
 _CREATE_TIMEOUT_S = 600
 _READY_TIMEOUT_S = 300
+# The NetworkPolicy enforcer, and the variable that names its image (the Makefile sets it).
+_ENFORCER_MANIFEST = Path(__file__).with_name("kube-router.yaml")
+_ENFORCER_IMAGE_VARIABLE = "TIDELOG_KUBE_ROUTER_IMAGE"
 
 
 class ClusterError(RuntimeError):
@@ -76,6 +83,7 @@ class KindCluster:
         )
         self.spread_dns()
         self.wait_until_ready()
+        self.enforce_network_policies()
 
     def spread_dns(self) -> None:
         """CoreDNS's two replicas on two nodes: kubeadm lets both land on one, and a test
@@ -101,9 +109,11 @@ class KindCluster:
         )
 
     def reuse(self) -> None:
-        """Take over the existing cluster: its kubeconfig, then ready nodes and DNS."""
+        """Take over the existing cluster: its kubeconfig, then ready nodes and DNS, and
+        the NetworkPolicy enforcer as :meth:`create` leaves it (a no-op when it is)."""
         self.kubeconfig.write_text(run(self.kind, "get", "kubeconfig", "--name", self.name))
         self.wait_until_ready()
+        self.enforce_network_policies()
 
     def wait_until_ready(self, timeout: float = _READY_TIMEOUT_S) -> None:
         self.kubectl(
@@ -120,6 +130,37 @@ class KindCluster:
             "rollout",
             "status",
             "deployment/coredns",
+            f"--timeout={timeout}s",
+            timeout=timeout + 10,
+        )
+
+    def enforce_network_policies(self, timeout: float = _READY_TIMEOUT_S) -> None:
+        """kube-router's firewall on every node (``e2e/kube-router.yaml``): the image of
+        ``make kube-router-image`` loaded into each node, the manifest applied with that
+        image, then wait until its DaemonSet is ready on every node. kubectl apply and
+        `kind load` change nothing that is already so."""
+        image = os.environ.get(_ENFORCER_IMAGE_VARIABLE)
+        if not image:
+            raise ClusterError(
+                f"${_ENFORCER_IMAGE_VARIABLE} is unset: run the e2e tests through `make e2e`"
+            )
+        try:
+            run("docker", "image", "inspect", image)
+        except ClusterError:
+            raise ClusterError(f"image {image} not found: run `make kube-router-image`") from None
+        self.load(image, nodes=self.nodes())
+        documents = list(yaml.safe_load_all(_ENFORCER_MANIFEST.read_text()))
+        for document in documents:
+            if document["kind"] == "DaemonSet":
+                for container in document["spec"]["template"]["spec"]["containers"]:
+                    container["image"] = image
+        self.kubectl("apply", "--filename", "-", input=yaml.safe_dump_all(documents))
+        self.kubectl(
+            "--namespace",
+            "kube-system",
+            "rollout",
+            "status",
+            "daemonset/kube-router",
             f"--timeout={timeout}s",
             timeout=timeout + 10,
         )
@@ -149,13 +190,25 @@ class KindCluster:
 
     def save_state(self, directory: Path, namespaces: list[str]) -> None:
         """What explains a failure, as files in ``directory``: nodes, pods, volumes,
-        events and tidelog's custom resources of the whole cluster, the logs of every pod
-        in ``namespaces`` (with their previous containers'), and each node's kubelet,
-        containerd and pod-network journal."""
+        events, NetworkPolicies and tidelog's custom resources of the whole cluster, the
+        logs of every pod in ``namespaces`` (with their previous containers') and of the
+        NetworkPolicy enforcer, and each node's kubelet, containerd and pod-network
+        journal."""
         directory.mkdir(parents=True, exist_ok=True)
         listings = {
             "nodes-and-pods.txt": ("get", "nodes,pods,pvc,pv", "--all-namespaces", "-o", "wide"),
             "events.txt": ("get", "events", "--all-namespaces", "--sort-by=.lastTimestamp"),
+            "network-policies.yaml": ("get", "networkpolicies", "--all-namespaces", "-o", "yaml"),
+            "kube-router.log": (
+                "logs",
+                "--namespace",
+                "kube-system",
+                "--selector",
+                "k8s-app=kube-router",
+                "--prefix",
+                "--max-log-requests=10",
+                "--tail=300",
+            ),
             "resources.yaml": (
                 "get",
                 "clusters,topics,consumergroups",
