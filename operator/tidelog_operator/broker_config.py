@@ -48,10 +48,12 @@ OPERATOR_KEYS = frozenset(
         "sasl.mechanism.inter.broker.protocol",
         "authorizer.class.name",
         "super.users",
+        "zookeeper.set.acl",
+        "zookeeper.clientCnxnSocket",
     }
 )
 # ... and every key of the brokers' keystores and truststores
-OPERATOR_PREFIXES = ("ssl.keystore.", "ssl.truststore.", "listener.name.")
+OPERATOR_PREFIXES = ("ssl.keystore.", "ssl.truststore.", "listener.name.", "zookeeper.ssl.")
 
 
 def set_by_operator(key: str) -> bool:

@@ -9,6 +9,7 @@ __all__ = [
     "GROUP",
     "VERSION",
     "ZOOKEEPER_CLIENT_PORT",
+    "ZOOKEEPER_TLS_PORT",
     "bootstrap_service",
     "broker_certs_secret",
     "broker_config_map",
@@ -33,15 +34,18 @@ __all__ = [
     "spark_state_claim",
     "spark_submitter_job",
     "spark_templates_config_map",
+    "zookeeper_certs_secret",
     "zookeeper_labels",
     "zookeeper_service",
     "zookeeper_statefulset",
+    "zookeeper_subject",
 ]
 
 GROUP = "tidelog.dev"
 VERSION = "v1alpha1"
 BROKER_PORT = 9092
 ZOOKEEPER_CLIENT_PORT = 2181
+ZOOKEEPER_TLS_PORT = 2182
 ZOOKEEPER_PEER_PORT = 2888
 ZOOKEEPER_ELECTION_PORT = 3888
 CLUSTER_LABEL = "tidelog.dev/cluster"
@@ -117,6 +121,16 @@ def clients_ca_cert_secret(cluster: str) -> str:
 def broker_certs_secret(cluster: str) -> str:
     """Each broker's key and certificate chain (``<pod>.pem``)."""
     return f"{cluster}-broker-certs"
+
+
+def zookeeper_certs_secret(cluster: str) -> str:
+    """Each ZooKeeper server's key and certificate chain (``<pod>.pem``)."""
+    return f"{cluster}-zookeeper-certs"
+
+
+def zookeeper_subject(cluster: str) -> str:
+    """The subject of every ZooKeeper server certificate of the Cluster (RFC 4514)."""
+    return f"CN={cluster}-zookeeper,O={GROUP}"
 
 
 def operator_credentials_secret(cluster: str) -> str:

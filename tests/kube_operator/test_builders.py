@@ -134,22 +134,33 @@ def test_services_and_the_disruption_budget():
 def test_zookeeper_is_an_ensemble_of_ours_or_an_external_one():
     spec = cluster(VOLUMES)
     assert zookeeper.connect_string(spec) == ",".join(
-        f"events-zookeeper-{i}.events-zookeeper.prod.svc:2181" for i in range(3)
+        f"events-zookeeper-{i}.events-zookeeper.prod.svc:2182" for i in range(3)
     )
     built = zookeeper.zookeeper_statefulset(spec, "tidelog-broker:1")
     command = built["spec"]["template"]["spec"]["containers"][0]["command"][2]
     assert "--server 2=events-zookeeper-1.events-zookeeper.prod.svc:2888:3888" in command
     assert "--my-id $(( ${HOSTNAME##*-} + 1 ))" in command
-    single = cluster({**VOLUMES, "zookeeper": {"replicas": 1}})
+    # TLS only, for clients and among the servers; plain srvr on loopback for the probe
     assert (
-        "--my-id"
-        not in zookeeper.zookeeper_statefulset(single, "i")["spec"]["template"]["spec"][
-            "containers"
-        ][0]["command"][2]
-    )
+        "--host 127.0.0.1 --secure-port 2182 --secure-host 0.0.0.0"
+        ' --tls-keystore "/etc/tidelog/tls/zookeeper/$HOSTNAME.pem"'
+        " --tls-truststore /etc/tidelog/tls/cluster-ca/ca.crt --client-auth need"
+        " --quorum-tls --no-quorum-hostname-verification"
+    ) in command
+    keys = brokers.broker_keys(spec, zookeeper.connect_string(spec), 1)
+    assert keys["zookeeper.ssl.client.enable"] == keys["zookeeper.set.acl"] == "true"
+    assert keys["zookeeper.ssl.keystore.location"] == keys["ssl.keystore.location"]
+    single = cluster({**VOLUMES, "zookeeper": {"replicas": 1}})
+    single_command = zookeeper.zookeeper_statefulset(single, "i")["spec"]["template"]["spec"][
+        "containers"
+    ][0]["command"][2]
+    assert "--my-id" not in single_command and "--quorum-tls" not in single_command
     external = cluster({**VOLUMES, "zookeeper": {"connect": "zk-a:2181,zk-b:2181/tidelog"}})
     assert zookeeper.connect_string(external) == "zk-a:2181,zk-b:2181/tidelog"
     assert zookeeper.zookeeper_statefulset(external, "i") is None
+    external_keys = brokers.broker_keys(external, "zk-a:2181", 1)
+    assert not any(key.startswith("zookeeper.ssl") for key in external_keys)
+    assert "zookeeper.set.acl" not in external_keys
 
 
 def test_local_disks_become_volumes_per_node_that_claims_select():
@@ -277,7 +288,8 @@ def test_an_ephemeral_ensemble_keeps_its_data_in_empty_dirs():
     spec = cluster({**VOLUMES, "zookeeper": {"ephemeral": True}})
     built = zookeeper.zookeeper_statefulset(spec, "i")
     assert "volumeClaimTemplates" not in built["spec"]
-    assert built["spec"]["template"]["spec"]["volumes"] == [{"name": "data", "emptyDir": {}}]
+    volumes = built["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "data", "emptyDir": {}} in volumes
 
 
 def test_a_topic_is_ours_by_its_id_or_by_the_claim_made_before_creating_it():

@@ -9,15 +9,17 @@ import datetime
 from tidelog.security.certificates import CertificateAuthority, CertificateFacts
 from tidelog_operator import names
 from tidelog_operator.builders.certificates import broker_hosts
+from tidelog_operator.builders.zookeeper import zookeeper_hosts
 from tidelog_operator.cluster.certificate_commands import (
     CaKind,
     IssueBrokerCertificates,
     IssueCa,
     IssueOperatorCredentials,
+    IssueZooKeeperCertificates,
     ReloadStores,
     WriteClientsTrust,
 )
-from tidelog_operator.cluster.certificate_step import TlsView, certificate_step
+from tidelog_operator.cluster.certificate_step import TlsView, certificate_step, zookeeper_issue
 from tidelog_operator.spec import parse_cluster
 
 SPEC = parse_cluster("events", "prod", {"storage": {"volumes": [{"id": 0, "size": "1Gi"}]}})
@@ -36,8 +38,14 @@ def broker_leaf(broker_id: int, ca=CLUSTER_CA, hosts=None, valid_days=365) -> Ce
     return facts(issued.certificate)
 
 
+def zookeeper_leaf(ordinal: int, ca=CLUSTER_CA) -> CertificateFacts:
+    hosts = zookeeper_hosts(SPEC, ordinal)
+    issued = ca.issue(names.zookeeper_subject("events"), hosts=hosts, now=NOW)
+    return facts(issued.certificate)
+
+
 def complete(**changes) -> TlsView:
-    """A Cluster of three brokers that has everything."""
+    """A Cluster of three brokers and three ZooKeeper servers that has everything."""
     operator = CLUSTER_CA.issue(names.operator_subject("events"), now=NOW).certificate
     cluster, clients = facts(CLUSTER_CA.certificate), facts(CLIENTS_CA.certificate)
     view = {
@@ -45,6 +53,8 @@ def complete(**changes) -> TlsView:
         "clients_ca": clients,
         "brokers": {names.broker_pod("events", i): broker_leaf(i) for i in range(3)},
         "operator": facts(operator),
+        "zookeeper": {f"events-zookeeper-{i}": zookeeper_leaf(i) for i in range(3)},
+        "zookeeper_issued": 1,
         "cluster_trust": frozenset({cluster.sha256_fingerprint}),
         "clients_trust": frozenset({clients.sha256_fingerprint, cluster.sha256_fingerprint}),
     }
@@ -57,12 +67,29 @@ def test_a_new_cluster_gets_everything_in_its_first_pass():
         IssueCa(CaKind.CLIENTS),
         WriteClientsTrust(),
         IssueBrokerCertificates((0, 1, 2)),
+        IssueZooKeeperCertificates((0, 1, 2)),
         IssueOperatorCredentials(),
     )
 
 
 def test_a_cluster_with_everything_needs_nothing():
     assert certificate_step(SPEC, complete(), 3, NOW) == ()
+
+
+def test_new_zookeeper_certificates_count_as_an_issue_that_restarts_the_servers():
+    view = complete()
+    assert zookeeper_issue(view, certificate_step(SPEC, view, 3, NOW)) == 1
+    ending = {**view.zookeeper, "events-zookeeper-2": None}
+    ending = {k: v for k, v in ending.items() if v is not None}
+    commands = certificate_step(SPEC, complete(zookeeper=ending), 3, NOW)
+    assert commands == (IssueZooKeeperCertificates((2,)),)
+    assert zookeeper_issue(view, commands) == 2
+    external = parse_cluster(
+        "events",
+        "prod",
+        {"storage": {"volumes": [{"id": 0, "size": "1Gi"}]}, "zookeeper": {"connect": "zk:2181"}},
+    )
+    assert certificate_step(external, complete(zookeeper={}), 3, NOW) == ()
 
 
 def test_leaves_are_issued_again_when_missing_misnamed_foreign_or_ending():
@@ -78,6 +105,7 @@ def test_leaves_are_issued_again_when_missing_misnamed_foreign_or_ending():
     )
     assert certificate_step(SPEC, view, 3, NOW + datetime.timedelta(days=336)) == (
         IssueBrokerCertificates((0, 1, 2)),
+        IssueZooKeeperCertificates((0, 1, 2)),
         IssueOperatorCredentials(),
     )
 
@@ -92,6 +120,7 @@ def test_leaves_as_long_as_their_ca_are_not_issued_again_and_again():
             {facts(CLIENTS_CA.certificate).sha256_fingerprint, cluster.sha256_fingerprint}
         ),
         brokers={names.broker_pod("events", i): broker_leaf(i, ca=ending) for i in range(3)},
+        zookeeper={f"events-zookeeper-{i}": zookeeper_leaf(i, ca=ending) for i in range(3)},
         operator=facts(ending.issue(names.operator_subject("events"), now=NOW).certificate),
     )
     assert certificate_step(SPEC, view, 3, NOW + datetime.timedelta(days=5)) == ()

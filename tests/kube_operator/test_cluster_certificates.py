@@ -168,3 +168,47 @@ def test_a_new_broker_and_a_new_name_get_certificates_and_the_others_stay(
         ("mtls", f"events-bootstrap.{ns}.svc:9093"),
         ("external", "kafka.example.com:31000"),
     ]
+
+
+def test_the_clusters_own_ensemble_gets_certificates_and_restarts_for_new_ones(
+    tidelog_crds, kube_api, kube_namespace
+):
+    ns, core = kube_namespace, client.CoreV1Api(kube_api)
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Cluster",
+        "metadata": {"name": "events"},
+        "spec": {"brokers": {"replicas": 1}, "storage": {"volumes": [{"id": 0, "size": "1Gi"}]}},
+    }
+    client.CustomObjectsApi(kube_api).create_namespaced_custom_object(
+        GROUP, VERSION, ns, "clusters", body
+    )
+    _pass(kube_api, ns)
+    apps = client.AppsV1Api(kube_api)
+    keystores = _secret(core, ns, "events-zookeeper-certs")
+    assert set(keystores) == {f"events-zookeeper-{i}.pem" for i in range(3)}
+    server = _leaf(keystores["events-zookeeper-2.pem"])
+    assert server.subject == "CN=events-zookeeper,O=tidelog.dev"
+    assert f"events-zookeeper-2.events-zookeeper.{ns}.svc" in server.dns_names
+
+    def issued() -> tuple[str, str]:
+        secret = core.read_namespaced_secret("events-zookeeper-certs", ns)
+        ensemble = apps.read_namespaced_stateful_set("events-zookeeper", ns)
+        template = ensemble.spec.template.metadata.annotations
+        return secret.metadata.annotations["tidelog.dev/issued"], template[
+            "tidelog.dev/certificates-issued"
+        ]
+
+    assert issued() == ("1", "1")
+    _pass(kube_api, ns)
+    assert issued() == ("1", "1") and _secret(core, ns, "events-zookeeper-certs") == keystores
+    # a server's certificate gone: issued again, and the servers' template changes with it
+    core.patch_namespaced_secret(
+        "events-zookeeper-certs", ns, {"data": {"events-zookeeper-1.pem": None}}
+    )
+    _pass(kube_api, ns)
+    assert issued() == ("2", "2")
+    assert (
+        _secret(core, ns, "events-zookeeper-certs")["events-zookeeper-0.pem"]
+        == (keystores["events-zookeeper-0.pem"])
+    )

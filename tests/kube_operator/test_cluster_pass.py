@@ -102,7 +102,7 @@ def test_a_write_decided_on_an_older_statefulset_does_not_undo_a_newer_one(
         names.brokers_statefulset(NAME), kube_namespace, {"spec": {"replicas": 3}}
     )
     cluster = objects.get_namespaced_custom_object(GROUP, VERSION, kube_namespace, "clusters", NAME)
-    stale = passes._apply_children(spec, cluster, older, 4, spec.volumes, 1)
+    stale = passes._apply_children(spec, cluster, older, 4, spec.volumes, 1, 0)
     assert isinstance(stale, ApplyChildren)
     assert stale.precondition == older.statefulset.generation
     context = Context(kube_api, kube_namespace, NAME, lambda: None)

@@ -52,10 +52,10 @@ them in the Clusters' NetworkPolicies. */}}
 {{/* The rules the operator needs in each namespace it watches. */}}
 {{- define "tidelog-operator.namespacedRules" -}}
 - apiGroups: [tidelog.dev]
-  resources: [clusters, topics, consumergroups]
+  resources: [clusters, topics, consumergroups, users]
   verbs: [get, list, watch, patch, update]
 - apiGroups: [tidelog.dev]
-  resources: [clusters/status, topics/status, consumergroups/status]
+  resources: [clusters/status, topics/status, consumergroups/status, users/status]
   verbs: [get, patch, update]
 - apiGroups: [""]
   resources: [events]

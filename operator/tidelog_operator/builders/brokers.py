@@ -44,6 +44,7 @@ def operator_keys(spec: ClusterSpec, zookeeper_connect: str) -> dict[str, str]:
     """The keys the operator sets for every broker (the per-pod ones come at start)."""
     return {
         **listeners.listener_keys(spec),
+        **zookeeper.client_keys(spec),
         "log.dirs": ",".join(v.path for v in spec.volumes),
         "zookeeper.connect": zookeeper_connect,
     }
@@ -74,12 +75,16 @@ def broker_keys(spec: ClusterSpec, zookeeper_connect: str, broker_id: int) -> di
     pod = names.broker_pod(spec.name, broker_id)
     host = f"{pod}.{names.brokers_service(spec.name)}.{spec.namespace}.svc"
     advertised = listeners.advertised_listeners(spec, host, broker_id)
-    return {
+    keystore = f"{listeners.BROKER_CERTS_DIR}/{pod}.pem"
+    keys = {
         **operator_keys(spec, zookeeper_connect),
         "broker.id": str(broker_id),
         "advertised.listeners": advertised,
-        "ssl.keystore.location": f"{listeners.BROKER_CERTS_DIR}/{pod}.pem",
+        "ssl.keystore.location": keystore,
     }
+    if not spec.zookeeper.external:
+        keys["zookeeper.ssl.keystore.location"] = keystore
+    return keys
 
 
 def _meta(name: str, spec: ClusterSpec, **extra: Any) -> dict[str, Any]:
@@ -185,6 +190,8 @@ def _start_script(spec: ClusterSpec) -> str:
         'set -- --override "broker.id=$id" --override "advertised.listeners=$advertised"'
         ' --override "ssl.keystore.location=$keystore"'
     )
+    if not spec.zookeeper.external:
+        lines.append('set -- "$@" --override "zookeeper.ssl.keystore.location=$keystore"')
     if spec.brokers.rack_topology_key is not None:
         lines.append(f'set -- "$@" --override "broker.rack=$(cat {RACK_DIR}/rack)"')
     lines.append(f'exec tidelog-entrypoint tidelog-server {CONFIG_DIR}/server.properties "$@"')

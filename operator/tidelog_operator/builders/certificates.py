@@ -7,7 +7,8 @@ certificate must carry.
   trusted (a bundle: during a renewal the old and the new CA), mounted by the brokers
   and handed to clients;
 - ``<c>-broker-certs``: ``<pod>.pem`` per broker, its key then its certificate chain
-  (Kafka's PEM keystore in one file);
+  (Kafka's PEM keystore in one file); ``<c>-zookeeper-certs`` the same per ZooKeeper
+  server;
 - ``<c>-operator-credentials``: Kafka client properties, one per key, with which the
   operator reaches the brokers' REPLICATION listener (its own certificate, inline).
 
@@ -28,17 +29,20 @@ __all__ = [
     "CA_CERT",
     "CA_KEY",
     "GENERATION_ANNOTATION",
+    "ISSUED_ANNOTATION",
     "broker_certs_secret",
     "broker_hosts",
     "ca_bundle_secret",
     "ca_secret",
     "operator_credentials_secret",
+    "zookeeper_certs_secret",
 ]
 
 CA_CERT = "ca.crt"
 CA_KEY = "ca.key"
 # the CA generation a Secret's content belongs to (renewals count up)
 GENERATION_ANNOTATION = "tidelog.dev/ca-generation"
+ISSUED_ANNOTATION = "tidelog.dev/issued"
 _DOMAIN = "cluster.local"
 
 
@@ -99,6 +103,18 @@ def broker_certs_secret(spec: ClusterSpec, keystores: Mapping[str, bytes]) -> di
     """Each broker pod's PEM keystore (``<pod>.pem``: key, then certificate chain)."""
     data = {f"{pod}.pem": pem.decode() for pod, pem in sorted(keystores.items())}
     return _secret(spec, names.broker_certs_secret(spec.name), data)
+
+
+def zookeeper_certs_secret(
+    spec: ClusterSpec, keystores: Mapping[str, bytes], issued: int
+) -> dict[str, Any]:
+    """Each ZooKeeper server's PEM keystore (``<pod>.pem``), and how many times they
+    were issued (``tidelog.dev/issued``): the servers' pod template carries that count,
+    so that new certificates restart them (ZooKeeper does not reload them)."""
+    data = {f"{pod}.pem": pem.decode() for pod, pem in sorted(keystores.items())}
+    secret = _secret(spec, names.zookeeper_certs_secret(spec.name), data)
+    secret["metadata"]["annotations"] = {ISSUED_ANNOTATION: str(issued)}
+    return secret
 
 
 def operator_credentials_secret(

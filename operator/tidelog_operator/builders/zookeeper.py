@@ -2,6 +2,15 @@
 existing one): a StatefulSet of ``tidelog-zookeeper`` servers from the broker image,
 each server ``<ordinal + 1>`` of the ensemble with a volume of its own, and the headless
 Service through which they find each other and the brokers find them.
+
+The ensemble speaks TLS only (issue 63): clients on :data:`~names.ZOOKEEPER_TLS_PORT`
+with a certificate of the cluster CA (the brokers'; ZooKeeper's x509 provider makes
+their subject the owner of the znodes they create, ``zookeeper.set.acl``), servers among
+themselves with their own certificates (quorum TLS). The plain client port listens on
+loopback only, for the readiness probe's ``srvr``. Quorum host name verification is off:
+a peer is checked against the cluster CA, and only the ensemble's pods may reach the
+quorum ports (the Cluster's NetworkPolicy). ZooKeeper does not notice a Secret's files
+swapped under it, so servers restart (a rolling update) when their certificates change.
 """
 
 from __future__ import annotations
@@ -10,14 +19,24 @@ from typing import Any
 
 from tidelog_operator import names
 from tidelog_operator.builders.common import spread_over_nodes
+from tidelog_operator.builders.listeners import CA_FILE, CLUSTER_CA_DIR
 from tidelog_operator.spec import ClusterSpec
 
-__all__ = ["connect_string", "zookeeper_service", "zookeeper_statefulset"]
+__all__ = [
+    "client_keys",
+    "connect_string",
+    "zookeeper_hosts",
+    "zookeeper_service",
+    "zookeeper_statefulset",
+]
 
 DATA_DIR = "/var/lib/tidelog/zookeeper"
+CERTS_DIR = "/etc/tidelog/tls/zookeeper"
+CERTIFICATES_ISSUED = "tidelog.dev/certificates-issued"
 # How long a server waits at start for the others, which may take a while to be
 # scheduled, and the brokers for the ensemble (``brokers.default_keys``).
 START_TIMEOUT_S = 600
+CLUSTER_CA_FILE = f"{CLUSTER_CA_DIR}/{CA_FILE}"
 
 
 def _host(spec: ClusterSpec, ordinal: int) -> str:
@@ -27,13 +46,43 @@ def _host(spec: ClusterSpec, ordinal: int) -> str:
     )
 
 
+def zookeeper_hosts(spec: ClusterSpec, ordinal: int) -> list[str]:
+    """Every name server ``ordinal`` is reached by: its pod's under the headless Service,
+    short and qualified (its certificate names them all)."""
+    pod = f"{names.zookeeper_statefulset(spec.name)}-{ordinal}"
+    base = f"{pod}.{names.zookeeper_service(spec.name)}"
+    return [
+        base,
+        f"{base}.{spec.namespace}",
+        f"{base}.{spec.namespace}.svc",
+        f"{base}.{spec.namespace}.svc.cluster.local",
+    ]
+
+
 def connect_string(spec: ClusterSpec) -> str:
-    """The brokers' ``zookeeper.connect``: the external one, or every server of ours."""
+    """The brokers' ``zookeeper.connect``: the external one, or every server of ours
+    (their TLS port)."""
     if spec.zookeeper.external:
         return spec.zookeeper.connect
     return ",".join(
-        f"{_host(spec, i)}:{names.ZOOKEEPER_CLIENT_PORT}" for i in range(spec.zookeeper.replicas)
+        f"{_host(spec, i)}:{names.ZOOKEEPER_TLS_PORT}" for i in range(spec.zookeeper.replicas)
     )
+
+
+def client_keys(spec: ClusterSpec) -> dict[str, str]:
+    """The brokers' keys for the Cluster's own ensemble: TLS with their own certificate
+    (the per-pod ``zookeeper.ssl.keystore.location`` comes at start) and znodes that
+    only the brokers' identity may change. None for an external ensemble."""
+    if spec.zookeeper.external:
+        return {}
+    return {
+        "zookeeper.ssl.client.enable": "true",
+        "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNetty",
+        "zookeeper.ssl.keystore.type": "PEM",
+        "zookeeper.ssl.truststore.type": "PEM",
+        "zookeeper.ssl.truststore.location": CLUSTER_CA_FILE,
+        "zookeeper.set.acl": "true",
+    }
 
 
 def zookeeper_service(spec: ClusterSpec) -> dict[str, Any]:
@@ -52,7 +101,7 @@ def zookeeper_service(spec: ClusterSpec) -> dict[str, Any]:
             "publishNotReadyAddresses": True,
             "selector": names.zookeeper_labels(spec.name),
             "ports": [
-                {"name": "client", "port": names.ZOOKEEPER_CLIENT_PORT},
+                {"name": "client-tls", "port": names.ZOOKEEPER_TLS_PORT},
                 {"name": "peer", "port": names.ZOOKEEPER_PEER_PORT},
                 {"name": "election", "port": names.ZOOKEEPER_ELECTION_PORT},
             ],
@@ -69,15 +118,27 @@ def _command(spec: ClusterSpec) -> list[str]:
     ensemble = (
         f" {servers} --my-id $(( ${{HOSTNAME##*-}} + 1 ))" if spec.zookeeper.replicas > 1 else ""
     )
+    tls = (
+        f" --host 127.0.0.1 --secure-port {names.ZOOKEEPER_TLS_PORT} --secure-host 0.0.0.0"
+        f' --tls-keystore "{CERTS_DIR}/$HOSTNAME.pem" --tls-truststore {CLUSTER_CA_FILE}'
+        " --client-auth need"
+    )
+    if spec.zookeeper.replicas > 1:
+        tls += " --quorum-tls --no-quorum-hostname-verification"
     return [
         "sh",
         "-c",
-        f"exec tidelog-entrypoint tidelog-zookeeper --start-timeout {START_TIMEOUT_S}{ensemble}",
+        "exec tidelog-entrypoint tidelog-zookeeper"
+        f" --start-timeout {START_TIMEOUT_S}{ensemble}{tls}",
     ]
 
 
-def zookeeper_statefulset(spec: ClusterSpec, image: str) -> dict[str, Any] | None:
-    """The ensemble's servers; None when the Cluster uses an external ensemble."""
+def zookeeper_statefulset(
+    spec: ClusterSpec, image: str, certificates_issued: int = 0
+) -> dict[str, Any] | None:
+    """The ensemble's servers; None when the Cluster uses an external ensemble. The pod
+    template carries how many times their certificates were issued
+    (``certificates_issued``): new ones restart the servers, one at a time."""
     if spec.zookeeper.external:
         return None
     labels = names.zookeeper_labels(spec.name)
@@ -101,7 +162,10 @@ def zookeeper_statefulset(spec: ClusterSpec, image: str) -> dict[str, Any] | Non
             "podManagementPolicy": "Parallel",
             "selector": {"matchLabels": labels},
             "template": {
-                "metadata": {"labels": labels},
+                "metadata": {
+                    "labels": labels,
+                    "annotations": {CERTIFICATES_ISSUED: str(certificates_issued)},
+                },
                 "spec": {
                     "securityContext": {"runAsNonRoot": True, "fsGroup": 1001},
                     "affinity": spread_over_nodes(labels),
@@ -112,7 +176,7 @@ def zookeeper_statefulset(spec: ClusterSpec, image: str) -> dict[str, Any] | Non
                             "imagePullPolicy": "IfNotPresent",
                             "command": _command(spec),
                             "ports": [
-                                {"name": "client", "containerPort": names.ZOOKEEPER_CLIENT_PORT},
+                                {"name": "client-tls", "containerPort": names.ZOOKEEPER_TLS_PORT},
                                 {"name": "peer", "containerPort": names.ZOOKEEPER_PEER_PORT},
                                 {
                                     "name": "election",
@@ -134,8 +198,26 @@ def zookeeper_statefulset(spec: ClusterSpec, image: str) -> dict[str, Any] | Non
                                 # (ZooKeeperNotReady) while the ensemble serves
                                 "timeoutSeconds": 5,
                             },
-                            "volumeMounts": [{"name": "data", "mountPath": DATA_DIR}],
+                            "volumeMounts": [
+                                {"name": "data", "mountPath": DATA_DIR},
+                                {"name": "certs", "mountPath": CERTS_DIR, "readOnly": True},
+                                {
+                                    "name": "cluster-ca",
+                                    "mountPath": CLUSTER_CA_DIR,
+                                    "readOnly": True,
+                                },
+                            ],
                         }
+                    ],
+                    "volumes": [
+                        {
+                            "name": "certs",
+                            "secret": {"secretName": names.zookeeper_certs_secret(spec.name)},
+                        },
+                        {
+                            "name": "cluster-ca",
+                            "secret": {"secretName": names.cluster_ca_cert_secret(spec.name)},
+                        },
                     ],
                 },
             },
@@ -146,5 +228,5 @@ def zookeeper_statefulset(spec: ClusterSpec, image: str) -> dict[str, Any] | Non
     }
     if spec.zookeeper.ephemeral:
         del built["spec"]["volumeClaimTemplates"]
-        built["spec"]["template"]["spec"]["volumes"] = [{"name": "data", "emptyDir": {}}]
+        built["spec"]["template"]["spec"]["volumes"].append({"name": "data", "emptyDir": {}})
     return built

@@ -22,6 +22,7 @@ from tidelog.security.certificates import CertificateAuthority
 from tidelog_operator import kube, names
 from tidelog_operator.builders import certificates
 from tidelog_operator.builders.listeners import store_keys
+from tidelog_operator.builders.zookeeper import zookeeper_hosts
 from tidelog_operator.cluster.command_base import Command, Context
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "IssueBrokerCertificates",
     "IssueCa",
     "IssueOperatorCredentials",
+    "IssueZooKeeperCertificates",
     "ReloadStores",
     "TlsCommand",
 ]
@@ -70,6 +72,14 @@ class IssueBrokerCertificates(TlsCommand):
     """Issue a certificate from the cluster CA for each broker of ``broker_ids``."""
 
     broker_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class IssueZooKeeperCertificates(TlsCommand):
+    """Issue a certificate from the cluster CA for each ZooKeeper server of
+    ``ordinals``."""
+
+    ordinals: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -148,6 +158,23 @@ def _issue_brokers(command: IssueBrokerCertificates, context: Context) -> None:
     _apply(context, certificates.broker_certs_secret(spec, keystores))
 
 
+def _issue_zookeeper(command: IssueZooKeeperCertificates, context: Context) -> None:
+    spec = context.spec
+    authority = _authority(context, names.cluster_ca_secret(spec.name))
+    name = names.zookeeper_certs_secret(spec.name)
+    secret = kube.found(client.CoreV1Api(context.api).read_namespaced_secret, name, spec.namespace)
+    annotations = (secret.metadata.annotations or {}) if secret is not None else {}
+    issued = int(annotations.get(certificates.ISSUED_ANNOTATION, "0"))
+    keystores = {key.removesuffix(".pem"): pem for key, pem in _read(context, name).items()}
+    for ordinal in command.ordinals:
+        hosts = zookeeper_hosts(spec, ordinal)
+        server = authority.issue(
+            names.zookeeper_subject(spec.name), hosts=hosts, valid_days=LEAF_VALIDITY_DAYS
+        )
+        keystores[hosts[0].split(".")[0]] = server.key_pem() + server.chain_pem
+    _apply(context, certificates.zookeeper_certs_secret(spec, keystores, issued + 1))
+
+
 def _issue_operator(command: IssueOperatorCredentials, context: Context) -> None:
     spec = context.spec
     authority = _authority(context, names.cluster_ca_secret(spec.name))
@@ -179,5 +206,6 @@ TLS_HANDLERS = {
     WriteClientsTrust: _write_clients_trust,
     IssueBrokerCertificates: _issue_brokers,
     IssueOperatorCredentials: _issue_operator,
+    IssueZooKeeperCertificates: _issue_zookeeper,
     ReloadStores: _reload,
 }

@@ -20,19 +20,28 @@ from dataclasses import dataclass, field
 
 from tidelog.security.certificates import CertificateFacts, certificates_in
 from tidelog_operator import names
-from tidelog_operator.builders.certificates import CA_CERT, broker_hosts
+from tidelog_operator.builders.certificates import CA_CERT, ISSUED_ANNOTATION, broker_hosts
+from tidelog_operator.builders.zookeeper import zookeeper_hosts
 from tidelog_operator.cluster.certificate_commands import (
     CaKind,
     IssueBrokerCertificates,
     IssueCa,
     IssueOperatorCredentials,
+    IssueZooKeeperCertificates,
     ReloadStores,
     TlsCommand,
     WriteClientsTrust,
 )
 from tidelog_operator.spec import ClusterSpec
 
-__all__ = ["RENEWAL_DAYS", "TlsView", "certificate_step", "tls_view"]
+__all__ = [
+    "RENEWAL_DAYS",
+    "TlsView",
+    "bundle_fingerprints",
+    "certificate_step",
+    "tls_view",
+    "zookeeper_issue",
+]
 
 # A leaf certificate is issued again this long before it expires.
 RENEWAL_DAYS = 30
@@ -48,6 +57,8 @@ class TlsView:
     clients_ca: CertificateFacts | None = None
     brokers: Mapping[str, CertificateFacts] = field(default_factory=dict)
     operator: CertificateFacts | None = None
+    zookeeper: Mapping[str, CertificateFacts] = field(default_factory=dict)
+    zookeeper_issued: int = 0  # how many times the servers' certificates were issued
     # the fingerprints of the certificates each bundle (``ca.crt``) trusts
     cluster_trust: frozenset[str] = frozenset()
     clients_trust: frozenset[str] = frozenset()
@@ -68,7 +79,8 @@ def _facts(pem: bytes | None) -> CertificateFacts | None:
         return None  # absent or unreadable: made again
 
 
-def _fingerprints(pem: bytes | None) -> frozenset[str]:
+def bundle_fingerprints(pem: bytes | None) -> frozenset[str]:
+    """The fingerprints of the certificates of a PEM bundle (none when unreadable)."""
     try:
         return frozenset(
             CertificateFacts.of(certificate).sha256_fingerprint
@@ -78,24 +90,37 @@ def _fingerprints(pem: bytes | None) -> frozenset[str]:
         return frozenset()
 
 
-def tls_view(spec: ClusterSpec, secrets: Mapping[str, Mapping[str, str]]) -> TlsView:
-    """The view of the Cluster's Secrets (name → ``data`` as the API server gives it)."""
-    keystores = secrets.get(names.broker_certs_secret(spec.name)) or {}
-    brokers = {}
-    for key in keystores:
-        facts = _facts(_text(keystores, key))
+def _keystores(data: Mapping[str, str] | None) -> dict[str, CertificateFacts]:
+    """Pod name → the facts of its certificate, from a Secret of ``<pod>.pem`` entries."""
+    found = {}
+    for key in data or {}:
+        facts = _facts(_text(data, key))
         if key.endswith(".pem") and facts is not None:
-            brokers[key.removesuffix(".pem")] = facts
+            found[key.removesuffix(".pem")] = facts
+    return found
+
+
+def tls_view(
+    spec: ClusterSpec,
+    secrets: Mapping[str, Mapping[str, str]],
+    annotations: Mapping[str, Mapping[str, str]] | None = None,
+) -> TlsView:
+    """The view of the Cluster's Secrets (name → ``data`` as the API server gives it,
+    and name → annotations)."""
     credentials = secrets.get(names.operator_credentials_secret(spec.name))
+    zookeeper_certs = names.zookeeper_certs_secret(spec.name)
+    issued = ((annotations or {}).get(zookeeper_certs) or {}).get(ISSUED_ANNOTATION, "0")
     return TlsView(
         cluster_ca=_facts(_text(secrets.get(names.cluster_ca_secret(spec.name)), CA_CERT)),
         clients_ca=_facts(_text(secrets.get(names.clients_ca_secret(spec.name)), CA_CERT)),
-        brokers=brokers,
+        brokers=_keystores(secrets.get(names.broker_certs_secret(spec.name))),
+        zookeeper=_keystores(secrets.get(zookeeper_certs)),
+        zookeeper_issued=int(issued),
         operator=_facts(_text(credentials, _KEYSTORE)),
-        cluster_trust=_fingerprints(
+        cluster_trust=bundle_fingerprints(
             _text(secrets.get(names.cluster_ca_cert_secret(spec.name)), CA_CERT)
         ),
-        clients_trust=_fingerprints(
+        clients_trust=bundle_fingerprints(
             _text(secrets.get(names.clients_ca_cert_secret(spec.name)), CA_CERT)
         ),
     )
@@ -154,6 +179,19 @@ def certificate_step(
     )
     if stale:
         commands.append(IssueBrokerCertificates(stale))
+    servers = 0 if spec.zookeeper.external else spec.zookeeper.replicas
+    stale_servers = tuple(
+        ordinal
+        for ordinal in range(servers)
+        if _stale(
+            view.zookeeper.get(f"{names.zookeeper_statefulset(spec.name)}-{ordinal}"),
+            view.cluster_ca,
+            zookeeper_hosts(spec, ordinal),
+            now,
+        )
+    )
+    if stale_servers:
+        commands.append(IssueZooKeeperCertificates(stale_servers))
     if _stale(view.operator, view.cluster_ca, [], now):
         commands.append(IssueOperatorCredentials())
     outdated = tuple(
@@ -166,3 +204,11 @@ def certificate_step(
     if outdated:
         commands.append(ReloadStores(outdated))
     return tuple(commands)
+
+
+def zookeeper_issue(view: TlsView, commands: tuple[TlsCommand, ...]) -> int:
+    """How many times the ZooKeeper servers' certificates will have been issued once
+    ``commands`` are carried out (their pod template carries it: a new issue restarts
+    them, since ZooKeeper does not reload its certificates)."""
+    issuing = any(isinstance(command, IssueZooKeeperCertificates) for command in commands)
+    return view.zookeeper_issued + issuing

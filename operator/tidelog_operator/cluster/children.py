@@ -24,11 +24,14 @@ class Children:
 
 
 def desired_children(
-    spec: ClusterSpec, operator: operator_identity.OperatorIdentity | None = None
+    spec: ClusterSpec,
+    operator: operator_identity.OperatorIdentity | None = None,
+    zookeeper_certificates: int = 0,
 ) -> Children:
     """The namespaced objects of the Cluster, in the order they are applied; the
     policies admit ``operator``'s pods, by default those the environment names
-    (:func:`~tidelog_operator.operator_identity.from_environment`)."""
+    (:func:`~tidelog_operator.operator_identity.from_environment`); the ZooKeeper
+    servers' certificates were issued ``zookeeper_certificates`` times."""
     connect = zookeeper.connect_string(spec)
     defaults = brokers.default_keys(spec)
     keys = {**defaults, **brokers.broker_keys(spec, connect, 0)}
@@ -37,7 +40,7 @@ def desired_children(
     config_hash = hashlib.sha256(properties.encode()).hexdigest()[:16]
     operator = operator or operator_identity.from_environment()
     objects: list[dict[str, Any]] = network_policies.network_policies(spec, operator)
-    ensemble = zookeeper.zookeeper_statefulset(spec, spec.brokers.image)
+    ensemble = zookeeper.zookeeper_statefulset(spec, spec.brokers.image, zookeeper_certificates)
     if ensemble is not None:
         objects += [zookeeper.zookeeper_service(spec), ensemble]
     objects += [

@@ -1,6 +1,6 @@
-"""The base of every command of a Cluster pass and what their handlers act through
-(``commands`` holds the dispatcher; the handlers of each aspect live beside its
-commands)."""
+"""The base of every command of a Cluster pass, what their handlers act through, and
+the events a pass posts (``commands`` holds the dispatcher; the handlers of each aspect
+live beside its commands)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from kubernetes import client
 
 from tidelog.admin import AdminClient
 
-__all__ = ["Command", "Context"]
+__all__ = ["Command", "Context", "Event"]
 
 
 class Command:
@@ -31,3 +31,13 @@ class Context:
     admin: Callable[[], AdminClient]
     spec: Any = None  # ClusterSpec
     owner: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Event:
+    """An event of the Cluster or of one of its Users: Warning or Normal, its reason and
+    message."""
+
+    warning: bool
+    reason: str
+    message: str

@@ -31,6 +31,7 @@ from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import kube, names
 from tidelog_operator.cluster.certificate_commands import TLS_HANDLERS
 from tidelog_operator.cluster.command_base import Command, Context
+from tidelog_operator.cluster.user_commands import USER_HANDLERS
 
 __all__ = [
     "HANDLERS",
@@ -295,6 +296,7 @@ HANDLERS: dict[type[Command], Callable[[Any, Context], Any]] = {
     StartReassignment: _start,
     FinishReassignment: _finish,
     **TLS_HANDLERS,
+    **USER_HANDLERS,
 }
 
 

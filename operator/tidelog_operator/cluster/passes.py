@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import kopf
@@ -32,8 +32,9 @@ from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import conditions, kube, names
 from tidelog_operator.builders.brokers import node_reader_binding
 from tidelog_operator.cluster.balance import REBALANCE_ANNOTATION, requested, unknown_request
-from tidelog_operator.cluster.certificate_step import certificate_step
+from tidelog_operator.cluster.certificate_step import certificate_step, zookeeper_issue
 from tidelog_operator.cluster.children import desired_children
+from tidelog_operator.cluster.command_base import Event
 from tidelog_operator.cluster.commands import (
     ApplyChildren,
     ApplyObjects,
@@ -51,6 +52,8 @@ from tidelog_operator.cluster.scale_step import MOVE, ScaleStep, scale_step
 from tidelog_operator.cluster.scaling import ScaleAction, ScaleDecision, brokers_to_run
 from tidelog_operator.cluster.snapshot import GENERATION_ANNOTATION, ClusterSnapshot, observe
 from tidelog_operator.cluster.status import Election, PassOutcome, cluster_status, progress
+from tidelog_operator.cluster.user_pass import serve_users
+from tidelog_operator.cluster.user_step import user_step
 from tidelog_operator.cluster.volume_step import needs_draining_dirs, volume_step, volumes_to_mount
 from tidelog_operator.cluster_client import NoCredentials, cluster_admin
 from tidelog_operator.conditions import Reason
@@ -86,15 +89,6 @@ def cluster_lock(namespace: str, name: str) -> threading.Lock:
     """The lock every pass over the Cluster ``namespace/name`` holds."""
     with _LOCKS_GUARD:
         return _LOCKS.setdefault((namespace, name), threading.Lock())
-
-
-@dataclass(frozen=True)
-class Event:
-    """An event of the Cluster: a Warning or a Normal one, its reason and message."""
-
-    warning: bool
-    reason: str
-    message: str
 
 
 def kopf_event(cluster: dict[str, Any], event: Event) -> None:
@@ -179,10 +173,11 @@ def _pass(
         scale = ScaleStep(ScaleDecision(ScaleAction.WAIT, reason="a rolling restart is under way"))
     brokers = scale.shrink_to or brokers_to_run(spec.brokers.replicas, snapshot.running)
     mount = volumes_to_mount(spec, volumes.decision.mount, snapshot.known_volumes)
-    apply = _apply_children(spec, cluster, snapshot, brokers, mount, generation)
-    local = local_step(snapshot.local, spec)
     served = snapshot.brokers.served if snapshot.brokers is not None else {}
     tls = certificate_step(spec, snapshot.tls, max(brokers, snapshot.running or 0), now, served)
+    issued = zookeeper_issue(snapshot.tls, tls)
+    apply = _apply_children(spec, cluster, snapshot, brokers, mount, generation, issued)
+    local = local_step(snapshot.local, spec)
     binding = node_reader_binding(spec, NODE_READER_ROLE)
     cluster_scoped = (ApplyObjects((binding,)),) if binding is not None else ()
     owner = {
@@ -205,32 +200,16 @@ def _pass(
         *volumes.commands,
     )
     for command in (*steps, *scale.commands):
-        try:
-            outcome = carry_out(command, context)
-        except (AdminError, OSError, ProtocolError, NoCredentials) as error:
-            # The brokers did not answer: the next pass observes what took effect and
-            # decides again (a reassignment's start is recorded as running either way).
-            logger.warning(
-                "cluster %s/%s: %s failed: %s", spec.namespace, spec.name, command, error
-            )
-            continue
-        except ApiException as error:
-            # Refused by the API server (a role short of a verb, an object it rejects):
-            # said in the log; the rest of the pass, its status among it, goes on.
-            logger.error(
-                "cluster %s/%s: %s refused: %s %s",
-                spec.namespace,
-                spec.name,
-                type(command).__name__,
-                error.status,
-                error.reason,
-            )
+        done, outcome = _carry(command, context)
+        if not done:
             continue
         if command is apply:
             applied = bool(outcome)
         if isinstance(command, ElectPreferredLeaders | FinishReassignment):
             trigger = command.trigger if isinstance(command, ElectPreferredLeaders) else "Move"
             election = Election(trigger, outcome)
+    users = user_step(spec, snapshot.users, snapshot.broker_users, snapshot.tls, now)
+    serve_users(api, users, lambda command: _carry(command, context)[0], _stamp(now), tell)
     unknown = unknown_request(annotations)
     if scale.handled or unknown is not None:
         kube.remove_annotation(api, "clusters", spec.namespace, spec.name, REBALANCE_ANNOTATION)
@@ -261,6 +240,30 @@ def _pass(
     return moving.holds or draining
 
 
+def _carry(command: Command, context: Context) -> tuple[bool, Any]:
+    """Carry ``command`` out: (whether it was, what its handler returned)."""
+    try:
+        return True, carry_out(command, context)
+    except (AdminError, OSError, ProtocolError, NoCredentials) as error:
+        # The brokers did not answer: the next pass observes what took effect and
+        # decides again (a reassignment's start is recorded as running either way).
+        logger.warning(
+            "cluster %s/%s: %s failed: %s", context.namespace, context.cluster, command, error
+        )
+    except ApiException as error:
+        # Refused by the API server (a role short of a verb, an object it rejects):
+        # said in the log; the rest of the pass, its status among it, goes on.
+        logger.error(
+            "cluster %s/%s: %s refused: %s %s",
+            context.namespace,
+            context.cluster,
+            type(command).__name__,
+            error.status,
+            error.reason,
+        )
+    return False, None
+
+
 def _apply_children(
     spec: ClusterSpec,
     cluster: dict[str, Any],
@@ -268,11 +271,15 @@ def _apply_children(
     brokers: int,
     volumes: tuple,
     generation: int,
+    zookeeper_certificates: int,
 ) -> Command:
     """The children with ``brokers`` brokers on ``volumes``, owned by the Cluster, the
     StatefulSet marked with the generation it is applied for."""
     running = replace(spec.brokers, replicas=brokers)
-    objects = desired_children(replace(spec, brokers=running, volumes=volumes)).objects
+    objects = desired_children(
+        replace(spec, brokers=running, volumes=volumes),
+        zookeeper_certificates=zookeeper_certificates,
+    ).objects
     statefulset = names.brokers_statefulset(spec.name)
     for obj in objects:
         kopf.adopt(obj, owner=cluster)

@@ -29,6 +29,7 @@ from tidelog_operator import kube, names
 from tidelog_operator.cluster.certificate_step import TlsView, tls_view
 from tidelog_operator.cluster.local_step import LocalStorage
 from tidelog_operator.cluster.tls_probe import served_fingerprints
+from tidelog_operator.cluster.users import BrokerUsers, ObservedUser, ask_users, observe_users
 from tidelog_operator.cluster_client import NoCredentials
 from tidelog_operator.spec import ClusterSpec, Volume, local_volume_labels
 
@@ -177,6 +178,8 @@ class ClusterSnapshot:
     unreachable: str | None = None  # why ``brokers`` is None, when they were asked
     local: LocalStorage | None = None  # with ``spec.storage.local`` only
     tls: TlsView = field(default_factory=TlsView)
+    users: tuple[ObservedUser, ...] = ()
+    broker_users: BrokerUsers | None = None  # None: not asked, or the brokers did not answer
 
     @property
     def running(self) -> int | None:
@@ -224,19 +227,26 @@ def observe(
         and (found := _claimed_volume(core, claim, spec.namespace)) is not None
     }
     local = _local_storage(api, core, spec) if spec.local is not None else None
-    tls = tls_view(spec, _secrets(core, spec))
+    secrets = _secrets(core, spec)
+    tls = tls_view(
+        spec,
+        {name: secret.data or {} for name, secret in secrets.items()},
+        {name: secret.metadata.annotations or {} for name, secret in secrets.items()},
+    )
+    users = observe_users(api, spec)
     snapshot = ClusterSnapshot(
-        statefulset, pods, zookeeper_ready, pod_volumes, local=local, tls=tls
+        statefulset, pods, zookeeper_ready, pod_volumes, local=local, tls=tls, users=users
     )
     if not any(p.ready for p in pods):
         return snapshot
     try:
         templates = None if statefulset is None or statefulset.going else statefulset.templates
         brokers = ask_brokers(admin(), draining=draining(templates))
+        broker_users = ask_users(admin()) if users else None
     except (OSError, AdminError, ProtocolError, NoCredentials) as error:
         logger.info("cluster %s/%s: brokers do not answer: %s", spec.namespace, spec.name, error)
         return replace(snapshot, unreachable=str(error))
-    return replace(snapshot, brokers=brokers)
+    return replace(snapshot, brokers=brokers, broker_users=broker_users)
 
 
 def _local_storage(
@@ -273,12 +283,12 @@ def _pods(core: client.CoreV1Api, spec: ClusterSpec, labels: Mapping[str, str]) 
     return core.list_namespaced_pod(spec.namespace, label_selector=_selector(labels)).items
 
 
-def _secrets(core: client.CoreV1Api, spec: ClusterSpec) -> dict[str, dict[str, str]]:
-    """The Cluster's Secrets (its TLS material), name → data."""
+def _secrets(core: client.CoreV1Api, spec: ClusterSpec) -> dict[str, client.V1Secret]:
+    """The Cluster's Secrets (its TLS material) by name."""
     found = core.list_namespaced_secret(
         spec.namespace, label_selector=_selector(names.cluster_labels(spec.name))
     ).items
-    return {secret.metadata.name: secret.data or {} for secret in found}
+    return {secret.metadata.name: secret for secret in found}
 
 
 def _pod_ready(pod: client.V1Pod) -> bool:

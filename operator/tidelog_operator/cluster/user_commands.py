@@ -1,0 +1,111 @@
+"""The commands that carry a User's plan out, and their handlers (joined into
+``commands.HANDLERS``): the brokers' SCRAM credential, ACLs and quotas through the admin
+client, in that order; the User's Secret (owned by the User) written after the
+credential, so that it records the password the credential was made from.
+
+Passwords travel in commands but never show: the fields are left out of their repr
+(commands are logged).
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client
+
+from tidelog.admin.security import exact_filter
+from tidelog.security.certificates import CertificateAuthority
+from tidelog_operator import kube, names
+from tidelog_operator.builders.certificates import CA_CERT, CA_KEY
+from tidelog_operator.cluster.command_base import Command, Context
+from tidelog_operator.user.plan import UserPlan
+from tidelog_operator.user.secret import scram_secret, tls_secret
+from tidelog_operator.user.spec import UserSpec
+
+__all__ = [
+    "USER_CERTIFICATE_DAYS",
+    "USER_HANDLERS",
+    "IssueUserCertificate",
+    "SyncUser",
+    "WriteScramSecret",
+]
+
+USER_CERTIFICATE_DAYS = 365
+
+
+@dataclass(frozen=True)
+class SyncUser(Command):
+    """Carry ``plan`` out for user ``user`` (``password``: the SCRAM credential's)."""
+
+    user: str
+    plan: UserPlan
+    password: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class WriteScramSecret(Command):
+    """Write a SCRAM user's Secret: its password, JAAS line and the cluster CA bundle."""
+
+    user: UserSpec
+    owner: Mapping[str, Any] = field(repr=False)
+    password: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True)
+class IssueUserCertificate(Command):
+    """Issue a TLS user a certificate from the clients CA and write its Secret."""
+
+    user: UserSpec
+    owner: Mapping[str, Any] = field(repr=False)
+
+
+def _secret_data(context: Context, name: str) -> dict[str, bytes]:
+    secret = kube.found(
+        client.CoreV1Api(context.api).read_namespaced_secret, name, context.namespace
+    )
+    data = (secret.data if secret is not None else None) or {}
+    return {key: base64.b64decode(value) for key, value in data.items()}
+
+
+def _apply(context: Context, secret: dict[str, Any], owner: Mapping[str, Any]) -> None:
+    secret["metadata"]["ownerReferences"] = [dict(owner)]
+    kube.apply(context.api, secret)
+
+
+def _sync(command: SyncUser, context: Context) -> None:
+    admin, plan = context.admin(), command.plan
+    if plan.upsert_scram:
+        admin.upsert_scram_credential(command.user, command.password)
+    if plan.delete_scram:
+        admin.delete_scram_credential(command.user, missing_ok=True)
+    if plan.delete_acls:
+        admin.delete_acls([exact_filter(binding) for binding in plan.delete_acls])
+    if plan.create_acls:
+        admin.create_acls(plan.create_acls)
+    if plan.set_quotas or plan.remove_quotas:
+        admin.alter_client_quotas(command.user, set=plan.set_quotas, remove=plan.remove_quotas)
+
+
+def _write_scram(command: WriteScramSecret, context: Context) -> None:
+    bundle = _secret_data(context, names.cluster_ca_cert_secret(context.cluster))[CA_CERT]
+    _apply(context, scram_secret(command.user, command.password, bundle), command.owner)
+
+
+def _issue_certificate(command: IssueUserCertificate, context: Context) -> None:
+    authority_data = _secret_data(context, names.clients_ca_secret(context.cluster))
+    authority = CertificateAuthority.from_pem(authority_data[CA_CERT], authority_data[CA_KEY])
+    bundle = _secret_data(context, names.cluster_ca_cert_secret(context.cluster))[CA_CERT]
+    issued = authority.issue(command.user.certificate_subject, valid_days=USER_CERTIFICATE_DAYS)
+    store_password = secrets.token_urlsafe(24)
+    _apply(context, tls_secret(command.user, issued, bundle, store_password), command.owner)
+
+
+USER_HANDLERS = {
+    SyncUser: _sync,
+    WriteScramSecret: _write_scram,
+    IssueUserCertificate: _issue_certificate,
+}
