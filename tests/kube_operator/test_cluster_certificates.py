@@ -17,6 +17,7 @@ import pytest
 from cryptography.hazmat.primitives.serialization import Encoding
 from kubernetes import client
 
+from kube_operator.pass_helpers import pass_without_brokers
 from tidelog.security.certificates import (
     CertificateFacts,
     certificate_facts,
@@ -24,7 +25,6 @@ from tidelog.security.certificates import (
     issued_by,
 )
 from tidelog.security.client_security import ClientSecurity
-from tidelog_operator.cluster import passes
 
 GROUP, VERSION = "tidelog.dev", "v1alpha1"
 LISTENERS = [
@@ -41,16 +41,6 @@ def _secret(core: client.CoreV1Api, namespace: str, name: str) -> dict[str, byte
 def _leaf(chain_pem: bytes) -> CertificateFacts:
     """The facts of a chain's first certificate."""
     return CertificateFacts.of(certificates_in(chain_pem)[0])
-
-
-def _pass(kube_api, namespace: str) -> None:
-    passes.run_pass(
-        namespace,
-        "events",
-        api=kube_api,
-        admin=lambda spec: pytest.fail("no broker is ready: none is asked"),
-        tell=lambda cluster, event: None,
-    )
 
 
 @pytest.fixture
@@ -75,7 +65,7 @@ def test_the_first_pass_makes_every_secret_and_a_second_changes_none(
     cluster, kube_api, kube_namespace
 ):
     ns, core = kube_namespace, client.CoreV1Api(kube_api)
-    _pass(kube_api, ns)
+    pass_without_brokers(kube_api, ns)
     cluster_ca = _secret(core, ns, "events-cluster-ca")
     clients_ca = _secret(core, ns, "events-clients-ca")
     assert set(cluster_ca) == set(clients_ca) == {"ca.crt", "ca.key"}
@@ -130,7 +120,7 @@ def test_the_first_pass_makes_every_secret_and_a_second_changes_none(
     versions = {
         s.metadata.name: s.metadata.resource_version for s in core.list_namespaced_secret(ns).items
     }
-    _pass(kube_api, ns)
+    pass_without_brokers(kube_api, ns)
     assert {
         s.metadata.name: s.metadata.resource_version for s in core.list_namespaced_secret(ns).items
     } == versions
@@ -141,12 +131,12 @@ def test_a_new_broker_and_a_new_name_get_certificates_and_the_others_stay(
 ):
     ns, core = kube_namespace, client.CoreV1Api(kube_api)
     objects = client.CustomObjectsApi(kube_api)
-    _pass(kube_api, ns)
+    pass_without_brokers(kube_api, ns)
     before = _secret(core, ns, "events-broker-certs")
     objects.patch_namespaced_custom_object(
         GROUP, VERSION, ns, "clusters", "events", {"spec": {"brokers": {"replicas": 3}}}
     )
-    _pass(kube_api, ns)
+    pass_without_brokers(kube_api, ns)
     after = _secret(core, ns, "events-broker-certs")
     assert set(after) == {f"events-broker-{i}.pem" for i in range(3)}
     assert {k: after[k] for k in before} == before
@@ -155,7 +145,7 @@ def test_a_new_broker_and_a_new_name_get_certificates_and_the_others_stay(
     external = {"name": "external", "port": 9094, "type": "nodeport", "nodePortBase": 31000}
     patch = {"spec": {"listeners": [*LISTENERS, {**external, "host": "kafka.example.com"}]}}
     objects.patch_namespaced_custom_object(GROUP, VERSION, ns, "clusters", "events", patch)
-    _pass(kube_api, ns)
+    pass_without_brokers(kube_api, ns)
     renamed = _secret(core, ns, "events-broker-certs")
     for key, pem in renamed.items():
         assert pem != after[key]
@@ -183,7 +173,7 @@ def test_the_clusters_own_ensemble_gets_certificates_and_restarts_for_new_ones(
     client.CustomObjectsApi(kube_api).create_namespaced_custom_object(
         GROUP, VERSION, ns, "clusters", body
     )
-    _pass(kube_api, ns)
+    pass_without_brokers(kube_api, ns)
     apps = client.AppsV1Api(kube_api)
     keystores = _secret(core, ns, "events-zookeeper-certs")
     assert set(keystores) == {f"events-zookeeper-{i}.pem" for i in range(3)}
@@ -200,13 +190,13 @@ def test_the_clusters_own_ensemble_gets_certificates_and_restarts_for_new_ones(
         ]
 
     assert issued() == ("1", "1")
-    _pass(kube_api, ns)
+    pass_without_brokers(kube_api, ns)
     assert issued() == ("1", "1") and _secret(core, ns, "events-zookeeper-certs") == keystores
     # a server's certificate gone: issued again, and the servers' template changes with it
     core.patch_namespaced_secret(
         "events-zookeeper-certs", ns, {"data": {"events-zookeeper-1.pem": None}}
     )
-    _pass(kube_api, ns)
+    pass_without_brokers(kube_api, ns)
     assert issued() == ("2", "2")
     assert (
         _secret(core, ns, "events-zookeeper-certs")["events-zookeeper-0.pem"]

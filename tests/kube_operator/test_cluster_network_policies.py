@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tidelog_operator.cluster import passes
+from kube_operator.pass_helpers import pass_without_brokers
 
 GROUP, VERSION = "tidelog.dev", "v1alpha1"
 ORDERS = {"podSelector": {"matchLabels": {"app": "orders"}}}
@@ -25,16 +25,6 @@ PARTNERS = {
     "podSelector": {},
 }
 OFFICE = {"ipBlock": {"cidr": "192.0.2.0/24", "except": ["192.0.2.7/32"]}}
-
-
-def _pass(kube_api, namespace: str) -> None:
-    passes.run_pass(
-        namespace,
-        "events",
-        api=kube_api,
-        admin=lambda spec: pytest.fail("no broker is ready: none is asked"),
-        tell=lambda cluster, event: None,
-    )
 
 
 @pytest.fixture
@@ -63,7 +53,7 @@ def cluster(tidelog_crds, kube_api, kube_namespace, monkeypatch) -> dict:
 
 def test_the_pass_makes_both_policies_owned_by_the_cluster(cluster, kube_api, kube_namespace):
     ns, networking = kube_namespace, client.NetworkingV1Api(kube_api)
-    _pass(kube_api, ns)
+    pass_without_brokers(kube_api, ns)
     policies = {
         p.metadata.name: p
         for p in networking.list_namespaced_network_policy(
@@ -105,7 +95,7 @@ def test_the_pass_makes_both_policies_owned_by_the_cluster(cluster, kube_api, ku
     assert ensemble["ingress"][0]["from"][1] == operator
 
     versions = {name: p.metadata.resource_version for name, p in policies.items()}
-    _pass(kube_api, ns)
+    pass_without_brokers(kube_api, ns)
     assert {
         p.metadata.name: p.metadata.resource_version
         for p in networking.list_namespaced_network_policy(ns).items

@@ -17,19 +17,18 @@ replica).
 
 from __future__ import annotations
 
-import datetime
 import threading
 
 from kubernetes import client
 
 from integration.cluster import Cluster
+from kube_operator.pass_helpers import mark_broker_ready
 from tidelog.admin import AdminClient
-from tidelog_operator import kube, names
+from tidelog_operator import names
 from tidelog_operator.cluster import passes
 from tidelog_operator.cluster.commands import ApplyChildren, Context, carry_out
 from tidelog_operator.cluster.snapshot import observe
 from tidelog_operator.spec import parse_cluster
-from waiting import wait_until
 
 GROUP, VERSION = "tidelog.dev", "v1alpha1"
 NAME = "race"
@@ -47,35 +46,6 @@ def _cluster_body(replicas: int, config: dict | None = None) -> dict:
             "zookeeper": {"connect": "zookeeper.example:2181"},
         },
     }
-
-
-def _mark_ready(core: client.CoreV1Api, namespace: str, broker: int) -> None:
-    """The StatefulSet's pod of ``broker`` (the test control plane's controllers make it,
-    no kubelet runs it) marked running, started and ready, as a kubelet would."""
-    pod = names.broker_pod(NAME, broker)
-    wait_until(lambda: kube.found(core.read_namespaced_pod, pod, namespace), f"pod {pod} made", 60)
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    core.patch_namespaced_pod_status(
-        pod,
-        namespace,
-        {
-            "status": {
-                "phase": "Running",
-                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
-                "containerStatuses": [
-                    {
-                        "name": "broker",
-                        "image": "tidelog-broker:test",
-                        "imageID": "",
-                        "ready": True,
-                        "started": True,
-                        "restartCount": 0,
-                        "state": {"running": {"startedAt": now}},
-                    }
-                ],
-            }
-        },
-    )
 
 
 def _ignore(_cluster: dict, _event: passes.Event) -> None:
@@ -123,7 +93,7 @@ def test_a_spec_change_racing_the_daemons_shrink_keeps_the_shrink(
         admin = AdminClient(brokers.bootstrap, timeout=10)
         passes.run_pass(kube_namespace, NAME, api=kube_api, admin=lambda _: admin, tell=_ignore)
         for broker in range(4):
-            _mark_ready(core, kube_namespace, broker)
+            mark_broker_ready(core, kube_namespace, NAME, broker)
         objects.patch_namespaced_custom_object(
             GROUP, VERSION, kube_namespace, "clusters", NAME, {"spec": {"brokers": {"replicas": 3}}}
         )

@@ -17,7 +17,6 @@ asks the brokers.
 from __future__ import annotations
 
 import base64
-import datetime
 
 import pytest
 from confluent_kafka import Producer
@@ -26,12 +25,11 @@ from kubernetes import client
 
 from integration.cluster import Cluster
 from kafka_reference.tools import run_kafka_tool
+from kube_operator.pass_helpers import mark_broker_ready
 from tidelog.admin import AdminClient
 from tidelog.security.certificates import certificate_facts, issued_by
 from tidelog.security.jaas import parse_jaas_config
-from tidelog_operator import kube, names
 from tidelog_operator.cluster import passes
-from waiting import wait_until
 
 GROUP, VERSION = "tidelog.dev", "v1alpha1"
 pytestmark = pytest.mark.timeout(300)
@@ -63,7 +61,7 @@ def brokers(tmp_path, zk_chroot, tidelog_crds, kube_api, kube_namespace):
             GROUP, VERSION, kube_namespace, "clusters", body
         )
         run(kube_api, kube_namespace, cluster)  # the StatefulSet, so that its pod is made
-        _mark_ready(client.CoreV1Api(kube_api), kube_namespace)
+        mark_broker_ready(client.CoreV1Api(kube_api), kube_namespace, "events", 0)
         yield cluster
 
 
@@ -77,28 +75,6 @@ def run(kube_api, namespace: str, cluster: Cluster) -> None:
         ),
         tell=lambda obj, event: None,
     )
-
-
-def _mark_ready(core: client.CoreV1Api, namespace: str) -> None:
-    pod = names.broker_pod("events", 0)
-    wait_until(lambda: kube.found(core.read_namespaced_pod, pod, namespace), f"pod {pod}", 60)
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    status = {
-        "phase": "Running",
-        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
-        "containerStatuses": [
-            {
-                "name": "broker",
-                "image": "tidelog-broker:test",
-                "imageID": "",
-                "ready": True,
-                "started": True,
-                "restartCount": 0,
-                "state": {"running": {"startedAt": now}},
-            }
-        ],
-    }
-    core.patch_namespaced_pod_status(pod, namespace, {"status": status})
 
 
 def _user(kube_api, namespace: str, name: str, spec: dict) -> None:
