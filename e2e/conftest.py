@@ -36,6 +36,7 @@ import yaml
 
 from e2e import disks
 from e2e.kind_cluster import ClusterError, KindCluster, run
+from e2e.operator_deployment import OperatorDeployment
 from e2e.paths import (
     E2E,
     KEPT_FAILURES,
@@ -153,11 +154,53 @@ def disk_mount_points() -> list[Path]:
     ]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "removes_deployment: the e2e test that removes the example deployment"
+    )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """An e2e test may create the cluster (minutes) before it runs: each gets 20 minutes."""
-    for item in items:
-        if Path(item.path).is_relative_to(E2E):
-            item.add_marker(pytest.mark.timeout(1200))
+    """An e2e test may create the cluster (minutes) before it runs: each gets 20 minutes.
+    The tests of the example deployment run together: those of other modules first, then
+    those of the module whose test removes it (so that its module fixtures are made
+    once), that test last; then the other e2e tests, which make clusters of their own.
+    The deployment is one for the session, not one per module."""
+    e2e = [i for i, item in enumerate(items) if Path(item.path).is_relative_to(E2E)]
+    for i in e2e:
+        items[i].add_marker(pytest.mark.timeout(1200))
+    removal = {items[i].path for i in e2e if items[i].get_closest_marker("removes_deployment")}
+
+    def group(item: pytest.Item) -> int:
+        if item.get_closest_marker("removes_deployment"):
+            return 2
+        if "deployment" not in getattr(item, "fixturenames", ()):
+            return 3
+        return 1 if item.path in removal else 0
+
+    ordered = sorted((items[i] for i in e2e), key=group)
+    for i, item in zip(e2e, ordered, strict=True):
+        items[i] = item
+
+
+@pytest.fixture(scope="session")
+def deployment(kind_cluster: KindCluster, pytestconfig) -> Iterator[OperatorDeployment]:
+    """The chart installed and the examples applied (``operator_deployment``), until the
+    test marked ``removes_deployment`` removes them (or the session ends)."""
+    deployed = OperatorDeployment(kind_cluster, "e2e-operator")
+    progress = Progress(pytestconfig)
+    try:
+        deployed.install(operator_image())
+        progress.done("helm install of the chart, kubectl apply of the examples")
+        deployed.wait_ready()
+        progress.done("the example Cluster Ready")
+    except ClusterError:
+        namespaces = [deployed.namespace, deployed.operator_namespace]
+        kind_cluster.save_state(LOGS / "operator-deploy", namespaces)
+        deployed.remove()
+        raise
+    yield deployed
+    deployed.remove()
 
 
 class Progress:

@@ -18,29 +18,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import pytest
 
 from bar_oracle import expected_bars, known_ticks
-from e2e.conftest import Progress, operator_image, spark_image
-from e2e.kind_cluster import ClusterError, KindCluster
+from e2e.conftest import Progress, spark_image
 from e2e.operator_deployment import OperatorDeployment
-from e2e.paths import LOGS
 from e2e.spark_pipeline import SparkPipeline
-
-
-@pytest.fixture(scope="module")
-def deployment(kind_cluster: KindCluster, pytestconfig) -> Iterator[OperatorDeployment]:
-    deployed = OperatorDeployment(kind_cluster, "e2e-operator")
-    progress = Progress(pytestconfig)
-    try:
-        deployed.install(operator_image())
-        progress.done("helm install of the chart, kubectl apply of the examples")
-        deployed.wait_ready()
-        progress.done("the example Cluster Ready")
-    except ClusterError:
-        namespaces = [deployed.namespace, deployed.operator_namespace]
-        kind_cluster.save_state(LOGS / "operator-deploy", namespaces)
-        deployed.remove()
-        raise
-    yield deployed
-    deployed.remove()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -856,6 +836,7 @@ def test_helm_test_passes(deployment):
     assert "Phase:          Succeeded" in output, output
 
 
+@pytest.mark.removes_deployment
 def test_deleting_the_cluster_and_uninstalling_leave_only_what_the_policy_keeps(deployment):
     """Last: the Topics and ConsumerGroups go (the operator deletes their topics), the
     Cluster's children go with it but for the claims (claimRetention Retain keeps them,

@@ -13,6 +13,14 @@ prints one JSON document on stdout and exits non-zero when what it checks is not
                                         [--group G]
     python e2e_client.py set-config     --bootstrap B --topic T --config KEY=VALUE ...
     python e2e_client.py read-all       --bootstrap B --topic T
+    python e2e_client.py connect        --bootstrap HOST:PORT [--timeout S]
+
+``produce`` and ``consume`` log in as a User with ``--secret-dir DIR``, the User's
+Secret mounted there: SCRAM-SHA-512 over TLS with its ``sasl.jaas.config`` (or another
+``--password``), or TLS with its ``user.crt`` and ``user.key``, trusting its ``ca.crt``
+either way. A client that cannot get in reports ``{"error": ..., "message": ...}``.
+``connect`` reports whether a TCP connection to the address opens (a NetworkPolicy's
+verdict).
 
 ``produce`` writes with acks=all (idempotent with ``--idempotent``; otherwise
 kafka-python's defaults), R records a second with ``--per-second`` (a producer running
@@ -33,14 +41,18 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import socket
 import sys
 import threading
 import time
+from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaError
 
 from tidelog.admin import AdminClient
 from tidelog.admin.topics import AlterConfigOp, ConfigResourceType, OpType
+from tidelog.security.jaas import parse_jaas_config
 
 
 def create_topic(args: argparse.Namespace) -> dict:
@@ -82,6 +94,37 @@ def describe_topic(args: argparse.Namespace) -> dict:
 PRODUCING = "producing"
 
 
+def security(args: argparse.Namespace) -> dict:
+    """kafka-python's settings for the User whose Secret is in ``--secret-dir``."""
+    if not getattr(args, "secret_dir", None):
+        return {}
+    directory = Path(args.secret_dir)
+    if (directory / "user.crt").exists():
+        return {
+            "security_protocol": "SSL",
+            "ssl_cafile": str(directory / "ca.crt"),
+            "ssl_certfile": str(directory / "user.crt"),
+            "ssl_keyfile": str(directory / "user.key"),
+        }
+    options = parse_jaas_config((directory / "sasl.jaas.config").read_text()).options
+    return {
+        "security_protocol": "SASL_SSL",
+        "ssl_cafile": str(directory / "ca.crt"),
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": options["username"],
+        "sasl_plain_password": args.password or options["password"],
+    }
+
+
+def connect(args: argparse.Namespace) -> dict:
+    host, _, port = args.bootstrap.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=args.timeout):
+            return {"connected": True}
+    except OSError as error:
+        return {"connected": False, "reason": str(error)}
+
+
 def values(prefix: str, count: int) -> list[bytes]:
     return [f"{prefix}-{n}".encode() for n in range(count)]
 
@@ -90,7 +133,10 @@ def produce(args: argparse.Namespace) -> dict:
     # kafka-python's defaults are the Java producer's: retries until delivery.timeout.ms
     # (120 s), which rides out a leader's failover as applications expect.
     producer = KafkaProducer(
-        bootstrap_servers=args.bootstrap, acks="all", enable_idempotence=args.idempotent
+        bootstrap_servers=args.bootstrap,
+        acks="all",
+        enable_idempotence=args.idempotent,
+        **security(args),
     )
     stopped = threading.Event()
     if args.until_stdin_closes:
@@ -121,6 +167,7 @@ def consume(args: argparse.Namespace) -> dict:
         group_id=args.group or f"e2e-{args.topic}-{args.prefix}",
         auto_offset_reset="earliest",
         consumer_timeout_ms=5000,
+        **security(args),
     )
     # where each wanted record was read: a consumer may read one offset twice (after a
     # rebalance), but a record at two offsets was written twice
@@ -181,10 +228,14 @@ def _parser() -> argparse.ArgumentParser:
         ("consume", consume),
         ("set-config", set_config),
         ("read-all", read_all),
+        ("connect", connect),
     ]:
         command = commands.add_parser(name)
         command.set_defaults(function=function)
         command.add_argument("--bootstrap", required=True)
+        if name == "connect":
+            command.add_argument("--timeout", type=float, default=5)
+            continue
         command.add_argument("--topic", required=True)
         if name == "create-topic":
             command.add_argument("--partitions", type=int, required=True)
@@ -193,6 +244,8 @@ def _parser() -> argparse.ArgumentParser:
             command.add_argument("--timeout", type=float, default=60)
         if name in ("produce", "consume"):
             command.add_argument("--prefix", default="record")
+            command.add_argument("--secret-dir", help="a User's Secret, mounted")
+            command.add_argument("--password", help="instead of the Secret's")
         if name == "produce":
             command.add_argument("--count", type=int, required=True)
             command.add_argument("--per-second", type=float)
@@ -209,9 +262,17 @@ def _parser() -> argparse.ArgumentParser:
 
 def main() -> int:
     args = _parser().parse_args()
-    result = args.function(args)
+    try:
+        result = args.function(args)
+    except KafkaError as error:  # refused, or no broker would let the client in
+        result = {"error": type(error).__name__, "message": str(error)}
     print(json.dumps(result))
-    failed = result.get("failures") or result.get("missing_count") or result.get("error_code")
+    failed = (
+        result.get("failures")
+        or result.get("missing_count")
+        or result.get("error_code")
+        or result.get("error")
+    )
     return 1 if failed else 0
 
 

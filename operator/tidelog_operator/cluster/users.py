@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from tidelog.admin import AdminClient
 from tidelog.admin.security import DEFAULT_SCRAM_MECHANISM, USER
@@ -54,10 +55,16 @@ class BrokerUsers:
 
 
 def observe_users(api: client.ApiClient, spec: ClusterSpec) -> tuple[ObservedUser, ...]:
-    """The Cluster's Users (deleting ones too, whose credentials must go), by name."""
-    listed = client.CustomObjectsApi(api).list_namespaced_custom_object(
-        GROUP, VERSION, spec.namespace, "users"
-    )
+    """The Cluster's Users (deleting ones too, whose credentials must go), by name;
+    none where the User resource is not installed (the chart's CRDs not upgraded)."""
+    try:
+        listed = client.CustomObjectsApi(api).list_namespaced_custom_object(
+            GROUP, VERSION, spec.namespace, "users"
+        )
+    except ApiException as error:
+        if error.status == 404:
+            return ()
+        raise
     core = client.CoreV1Api(api)
     found = []
     for body in sorted(listed.get("items", []), key=lambda u: u["metadata"]["name"]):
