@@ -6,9 +6,10 @@ wants one; a certificate issued for each broker and for the operator that lacks 
 or whose certificate lacks a name it needs, is not signed by the current cluster CA or
 expires within the renewal period.
 
-The CAs' renewal (trust the new one, roll, drop the old one) is its own decider;
-this one only issues what is missing or stale. Pure: :func:`tls_view` reads Secret data,
-:func:`certificate_step` decides; the commands (``certificate_commands``) act.
+The CAs themselves are made once and last 365 days: renewing a CA (trusting the new one
+everywhere before any leaf changes, then dropping the old one) is not done here. Pure:
+:func:`tls_view` reads Secret data, :func:`certificate_step` decides; the commands
+(``certificate_commands``) act.
 """
 
 from __future__ import annotations
