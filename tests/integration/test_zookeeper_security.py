@@ -36,6 +36,7 @@ def tls_files(tmp_path_factory):
     directory = tmp_path_factory.mktemp("zk-tls")
     ca = CertificateAuthority("CN=zookeeper-test-ca")
     (directory / "ca.pem").write_bytes(ca.certificate_pem)
+    (directory / "ca.key").write_bytes(ca.key_pem())
     for name, subject, hosts in (
         ("zookeeper", "CN=zookeeper", ["127.0.0.1", "localhost"]),
         ("broker-1", BROKER_SUBJECT, ["events-broker-1.events.svc", "127.0.0.1"]),
@@ -205,3 +206,29 @@ def test_a_foreign_ca_is_not_trusted(tmp_path, tls_files, tls_zookeeper):
     with pytest.raises(RuntimeError, match="exited with 1") as refused:
         broker.start()
     assert "no ZooKeeper answered at 127.0.0.1:" in str(refused.value)
+
+
+def test_a_server_certificate_naming_its_host_alone_is_checked_against_that_name(
+    tmp_path, tls_files
+):
+    """In Kubernetes a ZooKeeper server's certificate names its host, never its pod's
+    address (unknown when the certificate is made). The broker hands kazoo the servers'
+    looked-up addresses (``zk_addresses``), so the TLS handshake must check the name the
+    address came from: a broker connecting to ``localhost`` with the host check on gets
+    in although the certificate names no address."""
+    ca_pem = (tls_files / "ca.pem").read_bytes()
+    ca = CertificateAuthority.from_pem(ca_pem, (tls_files / "ca.key").read_bytes())
+    named = ca.issue("CN=zookeeper", hosts=["localhost"])
+    keystore = tmp_path / "zookeeper-by-name.pem"
+    keystore.write_bytes(named.key_pem() + named.chain_pem)
+    tls = ZooKeeperTls(keystore, tls_files / "ca.pem")
+    with ZooKeeperServer(tmp_path / "zk-data", tls=tls) as server:
+        connect = f"localhost:{server.secure_port}/by-name"
+        broker = BrokerProcess(
+            tmp_path / "broker", connect, broker_id=1, overrides=_tls_properties(tls_files)
+        )
+        try:
+            broker.start()
+            AdminClient(broker.bootstrap).create_topic("named", 1, replication_factor=1)
+        finally:
+            assert broker.stop() == 0

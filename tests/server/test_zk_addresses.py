@@ -48,3 +48,15 @@ def test_kazoo_gets_addresses_and_keeps_them_when_a_lookup_fails():
     assert applied[-1] == "10.0.0.9:2181,10.0.0.2:2181,[fd00::2]:2181,10.0.0.3:2181/tidelog"
     addresses.refresh()
     assert len(applied) == 3  # unchanged: kazoo is not told again
+
+
+def test_each_address_names_the_host_it_was_looked_up_from():
+    """What the TLS handshake checks the server's certificate against."""
+    resolver = Resolver({"zk-0": ["10.0.0.1"], "zk-1": ["10.0.0.2", "fd00::2"]})
+    addresses = ZooKeeperAddresses("zk-0:2181,zk-1:2181,zk-2:2181", "", lambda _: None, resolver)
+    addresses.refresh()
+    assert [addresses.name_of(a) for a in ("10.0.0.1", "fd00::2", "zk-2")] == [
+        "zk-0",
+        "zk-1",
+        "zk-2",  # never looked up: kazoo has its name
+    ]

@@ -12,7 +12,9 @@ Here a thread of the client's own looks the hosts up every ``REFRESH_S`` and whe
 connection drops, and hands kazoo the addresses (``KazooClient.set_hosts``): a reconnect
 never waits on DNS. A host whose lookup fails keeps the addresses it had (its server may
 well still be there; a wrong one costs a refused connect); one never looked up is given
-to kazoo by name, as before.
+to kazoo by name, as before. Over TLS the server's certificate names the host, not its
+address (a pod's address is not known when its certificate is made): :meth:`name_of`
+gives back the name an address was looked up from, which the TLS handshake checks.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class ZooKeeperAddresses:
         self._apply = apply
         self._lookup = lookup
         self._known: dict[tuple[str, int], list[str]] = {}
+        self._names: dict[str, str] = {}  # address → the host it was looked up from
         self._applied: str | None = None
         self._wake = threading.Event()
         self._stopped = threading.Event()
@@ -90,10 +93,16 @@ class ZooKeeperAddresses:
                 continue
             if found:
                 self._known[(host, port)] = found
+                self._names.update(dict.fromkeys(found, host))
         hosts = self._hosts_string()
         if hosts != self._applied:
             self._apply(hosts)
             self._applied = hosts
+
+    def name_of(self, address: str) -> str:
+        """The connect string's host that ``address`` was looked up from (``address``
+        itself when it was not: a name kazoo was given as it is)."""
+        return self._names.get(address, address)
 
     def start(self) -> None:
         self._thread.start()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import socket
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient, TransactionRequest
@@ -117,16 +117,20 @@ def _no_identity() -> ConfigError:
 
 
 class _TlsHandler(SequentialThreadingHandler):
-    """kazoo's threading handler, connecting through ``context``."""
+    """kazoo's threading handler, connecting through ``context``; the server's
+    certificate is checked against ``name_of(host)``, the name behind an address kazoo
+    was given instead of it (``ZooKeeperAddresses.name_of``)."""
 
-    def __init__(self, context: ssl.SSLContext):
+    def __init__(self, context: ssl.SSLContext, name_of: Callable[[str], str] | None = None):
         super().__init__()
         self._context = context
+        self._name_of = name_of or (lambda host: host)
 
     def create_connection(self, address, hostname=None, timeout=None, **_kazoo_tls):
         sock = utils.create_tcp_connection(socket, address, hostname, timeout)
         try:
-            server_hostname = hostname if self._context.check_hostname else None
+            checked = self._name_of(hostname) if hostname else hostname
+            server_hostname = checked if self._context.check_hostname else None
             return self._context.wrap_socket(sock, server_hostname=server_hostname)
         except BaseException:
             sock.close()
@@ -152,11 +156,17 @@ class _AclKazooClient(KazooClient):
         return _AclTransaction(self)
 
 
-def secured_kazoo_client(security: ZkClientSecurity | None, **kazoo_options) -> KazooClient:
-    """A kazoo client for ``kazoo_options`` secured as ``security`` says."""
+def secured_kazoo_client(
+    security: ZkClientSecurity | None,
+    name_of: Callable[[str], str] | None = None,
+    **kazoo_options,
+) -> KazooClient:
+    """A kazoo client for ``kazoo_options`` secured as ``security`` says; over TLS the
+    servers' certificates name ``name_of(host)`` for each host kazoo connects to."""
     if security is None:
         return KazooClient(**kazoo_options)
     if security.ssl_context is not None:
-        kazoo_options.update(handler=_TlsHandler(security.ssl_context), use_ssl=True)
+        handler = _TlsHandler(security.ssl_context, name_of)
+        kazoo_options.update(handler=handler, use_ssl=True)
     client_class = _AclKazooClient if security.set_acl else KazooClient
     return client_class(**kazoo_options)

@@ -136,8 +136,10 @@ class ZkSession:
         self._hosts, self._chroot = split_connect_string(connect)
         self._session_timeout = session_timeout_ms / 1000
         self._connection_timeout = (connection_timeout_ms or session_timeout_ms) / 1000
+        self._addresses = ZooKeeperAddresses(
+            self._hosts, self._chroot, lambda hosts: self.zk.set_hosts(hosts)
+        )
         self.zk = self._kazoo_client(connect)
-        self._addresses = ZooKeeperAddresses(self._hosts, self._chroot, self.zk.set_hosts)
 
     @property
     def session_timeout_s(self) -> float:
@@ -174,6 +176,7 @@ class ZkSession:
     def _kazoo_client(self, hosts: str) -> KazooClient:
         return secured_kazoo_client(
             self._security,
+            self._addresses.name_of,
             hosts=hosts,
             timeout=self._session_timeout,
             connection_retry=KazooRetry(max_tries=-1, max_delay=RECONNECT_MAX_DELAY_S),
