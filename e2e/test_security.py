@@ -2,8 +2,9 @@
 ``kubectl apply``, applications that mount their Secrets, real clients (kafka-python).
 
 - A SCRAM-SHA-512 User's application produces and consumes over TLS on the example's
-  ``secure`` listener with what its Secret holds; a wrong password and no credentials at
-  all are refused.
+  ``secure`` listener with what its Secret holds, and may not write a topic its ACLs do
+  not name (the example runs Kafka's ACL authorizer); a wrong password and no
+  credentials at all are refused.
 - A TLS User's application gets in on the ``mtls`` listener with its certificate; a
   client without one is refused.
 - ACLs changed behind the operator's back (``tidelog-acls``, Kafka's options) are put
@@ -33,6 +34,7 @@ ALICE_ACLS = [
         "operations": ["Read"],
     },
 ]
+BOB_ACLS = [{"resource": {"type": "topic", "name": TOPIC}, "operations": ["Write", "Describe"]}]
 
 
 def _user(name: str, authentication: str, acls: list[dict]) -> dict:
@@ -86,7 +88,7 @@ def applications(deployment: OperatorDeployment) -> Iterator[None]:
     """Users alice (SCRAM) and bob (TLS), Ready, their applications running, and the
     topic they use."""
     image = deployment.get("pod/toolbox")["spec"]["containers"][0]["image"]
-    _apply(deployment, _user("alice", "scram-sha-512", ALICE_ACLS), _user("bob", "tls", []))
+    _apply(deployment, _user("alice", "scram-sha-512", ALICE_ACLS), _user("bob", "tls", BOB_ACLS))
     for user in ("alice", "bob"):
         deployment.kubectl(
             "wait", "--for=condition=Ready", f"user/{user}", "--timeout=180s", timeout=190
@@ -146,6 +148,22 @@ def test_a_scram_user_produces_and_consumes_over_tls_with_its_secret(deployment,
         *mounted,
     )
     assert consumed["missing_count"] == 0 and consumed["duplicates"] == 0, consumed
+    # her ACLs name her topic alone: the example's orders topic is not hers to write
+    denied = client(
+        deployment,
+        "alice-app",
+        "produce",
+        "--bootstrap",
+        SECURE,
+        "--topic",
+        "orders",
+        "--count",
+        "1",
+        "--prefix",
+        "alice",
+        *mounted,
+    )
+    assert "Authorization" in json.dumps(denied), denied
     wrong = client(
         deployment,
         "alice-app",

@@ -123,6 +123,7 @@ class Reason:
     RESET_APPLIED = "ResetApplied"  # an event: a declarative offset reset applied
     # User
     CLUSTER_NOT_READY = "ClusterNotReady"
+    AUTHORIZATION_NOT_ENABLED = "AuthorizationNotEnabled"
     PASSWORD_SECRET_NOT_FOUND = "PasswordSecretNotFound"
     INVALID_PASSWORD = "InvalidPassword"
     SECRET_NOT_OWNED = "SecretNotOwned"

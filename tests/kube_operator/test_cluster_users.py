@@ -55,6 +55,7 @@ def brokers(tmp_path, zk_chroot, tidelog_crds, kube_api, kube_namespace):
                 "brokers": {"replicas": 1},
                 "storage": {"volumes": [{"id": 0, "size": "1Gi"}]},
                 "zookeeper": {"connect": "zookeeper.example:2181"},
+                "authorization": {"type": "simple"},
             },
         }
         client.CustomObjectsApi(kube_api).create_namespaced_custom_object(

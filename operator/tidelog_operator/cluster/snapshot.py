@@ -242,10 +242,15 @@ def observe(
     try:
         templates = None if statefulset is None or statefulset.going else statefulset.templates
         brokers = ask_brokers(admin(), draining=draining(templates))
-        broker_users = ask_users(admin()) if users else None
     except (OSError, AdminError, ProtocolError, NoCredentials) as error:
         logger.info("cluster %s/%s: brokers do not answer: %s", spec.namespace, spec.name, error)
         return replace(snapshot, unreachable=str(error))
+    broker_users = None
+    if users:
+        try:  # the users' part alone goes unanswered: the Users wait, the rest goes on
+            broker_users = ask_users(admin(), authorizer=spec.authorization.enabled)
+        except (OSError, AdminError, ProtocolError) as error:
+            logger.info("cluster %s/%s: users not described: %s", spec.namespace, spec.name, error)
     return replace(snapshot, brokers=brokers, broker_users=broker_users)
 
 

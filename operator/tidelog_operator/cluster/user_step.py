@@ -107,6 +107,7 @@ def _password(observed: ObservedUser, spec: UserSpec) -> tuple[str, bool] | prob
 
 
 def _decide(
+    cluster: ClusterSpec,
     observed: ObservedUser,
     spec: UserSpec,
     brokers: BrokerUsers | None,
@@ -118,6 +119,8 @@ def _decide(
     if tls.clients_ca is None or not tls.cluster_trust:
         waiting = problems.cluster_not_ready(spec, "its certificate authorities")
         return UserDecision(observed, spec, problem=waiting)
+    if spec.acls and not cluster.authorization.enabled:
+        return UserDecision(observed, spec, problem=problems.authorization_not_enabled(spec))
     password, changed = None, False
     if spec.scram:
         found = _password(observed, spec)
@@ -162,7 +165,7 @@ def user_step(
         body = observed.body
         spec = parse_user(observed.name, cluster.namespace, body.get("spec") or {})
         if not observed.deleting:
-            decisions.append(_decide(observed, spec, brokers, tls, now))
+            decisions.append(_decide(cluster, observed, spec, brokers, tls, now))
             continue
         if brokers is None:
             waiting = problems.cluster_not_ready(spec, "brokers that answer")

@@ -85,11 +85,12 @@ def observe_users(api: client.ApiClient, spec: ClusterSpec) -> tuple[ObservedUse
     return tuple(found)
 
 
-def ask_users(admin: AdminClient) -> BrokerUsers:
-    """Every ACL, every user's own quotas and the SCRAM-SHA-512 credentials, from the
-    brokers; raises what the client raises when they do not answer."""
+def ask_users(admin: AdminClient, *, authorizer: bool) -> BrokerUsers:
+    """Every ACL (none asked for without an ``authorizer``: the brokers answer
+    SECURITY_DISABLED), every user's own quotas and the SCRAM-SHA-512 credentials, from
+    the brokers; raises what the client raises when they do not answer."""
     acls: dict[str, set[AclBinding]] = {}
-    for binding in admin.describe_acls():
+    for binding in admin.describe_acls() if authorizer else ():
         acls.setdefault(binding.entry.principal, set()).add(binding)
     quotas = {}
     for entity, values in admin.describe_client_quotas().items():

@@ -14,10 +14,10 @@ from typing import Any
 
 import kopf
 
-from tidelog.admin import AdminError
-from tidelog.protocol.errors import ProtocolError
+from tidelog.admin import AdminClient, AdminError
+from tidelog.protocol.errors import ErrorCode, ProtocolError
 from tidelog_operator.cluster.passes import run_pass
-from tidelog_operator.cluster.users import ask_users
+from tidelog_operator.cluster.users import BrokerUsers, ask_users
 from tidelog_operator.cluster_client import NoCredentials, cluster_admin
 from tidelog_operator.names import GROUP, VERSION
 from tidelog_operator.user.spec import principal
@@ -38,10 +38,22 @@ def reconcile_user(spec: dict[str, Any], namespace: str, **_: Any) -> None:
 def delete_user(name: str, spec: dict[str, Any], namespace: str, **_: Any) -> None:
     run_pass(namespace, spec["clusterRef"])
     try:
-        held = ask_users(cluster_admin(namespace, spec["clusterRef"]))
+        admin = cluster_admin(namespace, spec["clusterRef"])
     except NoCredentials:
         return  # no Cluster, no brokers: nothing is left of the user
+    try:
+        held = _held(admin)
     except (OSError, AdminError, ProtocolError) as error:
-        raise kopf.TemporaryError(f"the brokers do not answer: {error}", delay=RETRY_S) from None
+        raise kopf.TemporaryError(f"the brokers did not say: {error}", delay=RETRY_S) from None
     if principal(name) in held.acls or name in held.quotas or name in held.scram:
         raise kopf.TemporaryError("the user's ACLs, quotas or credential remain", delay=RETRY_S)
+
+
+def _held(admin: AdminClient) -> BrokerUsers:
+    """What the brokers hold of users; no ACLs where they run no authorizer."""
+    try:
+        return ask_users(admin, authorizer=True)
+    except AdminError as error:
+        if error.code != ErrorCode.SECURITY_DISABLED:
+            raise
+        return ask_users(admin, authorizer=False)

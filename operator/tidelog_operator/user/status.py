@@ -55,6 +55,16 @@ def cluster_not_ready(spec: UserSpec, waiting_for: str) -> Problem:
     return Problem(Reason.CLUSTER_NOT_READY, f"Cluster {spec.cluster}: {waiting_for}")
 
 
+def authorization_not_enabled(spec: UserSpec) -> Problem:
+    """The User has ACLs, but its Cluster runs no authorizer to keep them (Kafka
+    answers SECURITY_DISABLED to every ACL request then)."""
+    return Problem(
+        Reason.AUTHORIZATION_NOT_ENABLED,
+        f"Cluster {spec.cluster} has no authorizer (spec.authorization): "
+        f"the {len(spec.acls)} ACLs of {spec.principal} cannot be kept",
+    )
+
+
 def password_secret_not_found(ref: SecretKeyRef, secret_exists: bool) -> Problem:
     """``spec.authentication.password`` names a Secret, or a key of it, that is not there."""
     missing = f"has no key {ref.key}" if secret_exists else "not found"
