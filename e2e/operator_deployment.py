@@ -31,6 +31,7 @@ class OperatorDeployment:
         self.operator_namespace = "tidelog-system"
         # the chart's full name, <release>-<chart>: its Deployment, roles and bindings
         self.operator_name = f"{release}-tidelog-operator"
+        self.removed = False
 
     # -- set-up and removal --------------------------------------------------------------
 
@@ -79,7 +80,10 @@ class OperatorDeployment:
 
     def remove(self) -> None:
         """The namespace first, while the operator runs to finish the Topics' and
-        ConsumerGroups' deletion (their finalizers), then the release."""
+        ConsumerGroups' deletion (their finalizers), then the release. Once: a second
+        call (the session's end after the test that removes it) does nothing."""
+        if self.removed:
+            return
         self.kubectl("delete", "cluster/events", "--ignore-not-found", "--wait=true", timeout=300)
         self.cluster.kubectl("delete", "namespace", self.namespace, "--wait=true", timeout=300)
         self.helm(
@@ -107,6 +111,7 @@ class OperatorDeployment:
             timeout=300,
         )
         self.cluster.wipe_disks()
+        self.removed = True
 
     # -- what the cluster says -------------------------------------------------------------
 
