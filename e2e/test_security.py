@@ -113,120 +113,48 @@ def applications(deployment: OperatorDeployment) -> Iterator[None]:
     deployment.kubectl("delete", "user/alice", "user/bob", "--wait=true", timeout=180)
 
 
+MOUNTED = ("--secret-dir", "/etc/user")  # where the applications mount their User's Secret
+
+
+def produce(
+    deployment: OperatorDeployment,
+    pod: str,
+    bootstrap: str,
+    count: int,
+    prefix: str,
+    *extra: str,
+    topic: str = TOPIC,
+) -> dict:
+    """``produce`` of ``count`` records from ``pod``; its result (a refusal too)."""
+    return client(
+        deployment, pod, "produce", "--bootstrap", bootstrap, "--topic", topic,
+        "--count", str(count), "--prefix", prefix, *extra,
+    )  # fmt: skip
+
+
 def test_a_scram_user_produces_and_consumes_over_tls_with_its_secret(deployment, applications):
-    mounted = ("--secret-dir", "/etc/user")
-    produced = client(
-        deployment,
-        "alice-app",
-        "produce",
-        "--bootstrap",
-        SECURE,
-        "--topic",
-        TOPIC,
-        "--count",
-        "200",
-        "--prefix",
-        "alice",
-        "--idempotent",
-        *mounted,
-    )
+    produced = produce(deployment, "alice-app", SECURE, 200, "alice", "--idempotent", *MOUNTED)
     assert produced["acknowledged"] == 200, produced
     consumed = client(
-        deployment,
-        "alice-app",
-        "consume",
-        "--bootstrap",
-        SECURE,
-        "--topic",
-        TOPIC,
-        "--expect",
-        "200",
-        "--prefix",
-        "alice",
-        "--group",
-        "alice-readers",
-        *mounted,
-    )
+        deployment, "alice-app", "consume", "--bootstrap", SECURE, "--topic", TOPIC,
+        "--expect", "200", "--prefix", "alice", "--group", "alice-readers", *MOUNTED,
+    )  # fmt: skip
     assert consumed["missing_count"] == 0 and consumed["duplicates"] == 0, consumed
     # her ACLs name her topic alone: the example's orders topic is not hers to write
-    denied = client(
-        deployment,
-        "alice-app",
-        "produce",
-        "--bootstrap",
-        SECURE,
-        "--topic",
-        "orders",
-        "--count",
-        "1",
-        "--prefix",
-        "alice",
-        *mounted,
-    )
+    denied = produce(deployment, "alice-app", SECURE, 1, "alice", *MOUNTED, topic="orders")
     assert "Authorization" in json.dumps(denied), denied
-    wrong = client(
-        deployment,
-        "alice-app",
-        "produce",
-        "--bootstrap",
-        SECURE,
-        "--topic",
-        TOPIC,
-        "--count",
-        "1",
-        "--prefix",
-        "wrong",
-        "--password",
-        "not-alices",
-        *mounted,
+    wrong = produce(
+        deployment, "alice-app", SECURE, 1, "wrong", "--password", "not-alices", *MOUNTED
     )
     assert "error" in wrong, wrong
-    anonymous = client(
-        deployment,
-        "toolbox",
-        "produce",
-        "--bootstrap",
-        SECURE,
-        "--topic",
-        TOPIC,
-        "--count",
-        "1",
-        "--prefix",
-        "anonymous",
-    )
+    anonymous = produce(deployment, "toolbox", SECURE, 1, "anonymous")
     assert "error" in anonymous, anonymous
 
 
 def test_a_tls_user_gets_in_with_its_certificate(deployment, applications):
-    produced = client(
-        deployment,
-        "bob-app",
-        "produce",
-        "--bootstrap",
-        MTLS,
-        "--topic",
-        TOPIC,
-        "--count",
-        "50",
-        "--prefix",
-        "bob",
-        "--secret-dir",
-        "/etc/user",
-    )
+    produced = produce(deployment, "bob-app", MTLS, 50, "bob", *MOUNTED)
     assert produced["acknowledged"] == 50, produced
-    without = client(
-        deployment,
-        "toolbox",
-        "produce",
-        "--bootstrap",
-        MTLS,
-        "--topic",
-        TOPIC,
-        "--count",
-        "1",
-        "--prefix",
-        "nobody",
-    )
+    without = produce(deployment, "toolbox", MTLS, 1, "nobody")
     assert "error" in without, without
 
 
