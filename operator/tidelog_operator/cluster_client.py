@@ -5,8 +5,6 @@ own certificate to the brokers' REPLICATION listener), which the Cluster's pass 
 
 from __future__ import annotations
 
-import base64
-
 from kubernetes import client
 
 from tidelog.admin import AdminClient
@@ -27,14 +25,12 @@ def cluster_admin(
 ) -> AdminClient:
     """:class:`NoCredentials` while the Cluster has none for the operator yet (it is
     missing, or its first pass has not made them)."""
-    secret = kube.found(
-        client.CoreV1Api(api or kube.api()).read_namespaced_secret,
-        names.operator_credentials_secret(cluster_name),
-        namespace,
+    data = kube.secret_data(
+        api or kube.api(), namespace, names.operator_credentials_secret(cluster_name)
     )
-    if secret is None or not secret.data:
+    if not data:
         raise NoCredentials(f"Cluster {cluster_name} has no operator credentials yet")
-    properties = {key: base64.b64decode(value).decode() for key, value in secret.data.items()}
+    properties = {key: value.decode() for key, value in data.items()}
     bootstrap = properties.pop("bootstrap.servers", None)
     if not bootstrap:
         raise NoCredentials(f"Cluster {cluster_name}'s operator credentials name no brokers")

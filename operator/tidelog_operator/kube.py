@@ -9,6 +9,7 @@ the object's resourceVersion, reading again and retrying on a conflict.
 
 from __future__ import annotations
 
+import base64
 import copy
 import functools
 import logging
@@ -29,6 +30,7 @@ __all__ = [
     "found",
     "patch_status",
     "remove_annotation",
+    "secret_data",
 ]
 
 logger = logging.getLogger(__name__)
@@ -111,6 +113,13 @@ def found(read: Callable[..., Any], *args: Any) -> Any | None:
         if error.status == 404:
             return None
         raise
+
+
+def secret_data(api: client.ApiClient, namespace: str, name: str) -> dict[str, bytes]:
+    """The entries of Secret ``name``, decoded; empty when it is not there."""
+    secret = found(client.CoreV1Api(api).read_namespaced_secret, name, namespace)
+    data = (secret.data if secret is not None else None) or {}
+    return {key: base64.b64decode(value) for key, value in data.items()}
 
 
 def delete(

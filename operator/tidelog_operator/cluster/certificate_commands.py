@@ -10,7 +10,6 @@ entries it does not replace stay as they are.
 
 from __future__ import annotations
 
-import base64
 import enum
 from dataclasses import dataclass
 from typing import Any
@@ -95,11 +94,7 @@ class IssueOperatorCredentials(TlsCommand):
 
 
 def _read(context: Context, name: str) -> dict[str, bytes]:
-    secret = kube.found(
-        client.CoreV1Api(context.api).read_namespaced_secret, name, context.spec.namespace
-    )
-    data = (secret.data if secret is not None else None) or {}
-    return {key: base64.b64decode(value) for key, value in data.items()}
+    return kube.secret_data(context.api, context.namespace, name)
 
 
 def _apply(context: Context, secret: dict[str, Any]) -> None:

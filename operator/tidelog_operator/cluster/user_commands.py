@@ -9,13 +9,10 @@ Passwords travel in commands but never show: the fields are left out of their re
 
 from __future__ import annotations
 
-import base64
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-from kubernetes import client
 
 from tidelog.admin.security import exact_filter
 from tidelog.security.certificates import CertificateAuthority
@@ -63,14 +60,6 @@ class IssueUserCertificate(Command):
     owner: Mapping[str, Any] = field(repr=False)
 
 
-def _secret_data(context: Context, name: str) -> dict[str, bytes]:
-    secret = kube.found(
-        client.CoreV1Api(context.api).read_namespaced_secret, name, context.namespace
-    )
-    data = (secret.data if secret is not None else None) or {}
-    return {key: base64.b64decode(value) for key, value in data.items()}
-
-
 def _apply(context: Context, secret: dict[str, Any], owner: Mapping[str, Any]) -> None:
     secret["metadata"]["ownerReferences"] = [dict(owner)]
     kube.apply(context.api, secret)
@@ -91,14 +80,20 @@ def _sync(command: SyncUser, context: Context) -> None:
 
 
 def _write_scram(command: WriteScramSecret, context: Context) -> None:
-    bundle = _secret_data(context, names.cluster_ca_cert_secret(context.cluster))[CA_CERT]
+    bundle = kube.secret_data(
+        context.api, context.namespace, names.cluster_ca_cert_secret(context.cluster)
+    )[CA_CERT]
     _apply(context, scram_secret(command.user, command.password, bundle), command.owner)
 
 
 def _issue_certificate(command: IssueUserCertificate, context: Context) -> None:
-    authority_data = _secret_data(context, names.clients_ca_secret(context.cluster))
+    authority_data = kube.secret_data(
+        context.api, context.namespace, names.clients_ca_secret(context.cluster)
+    )
     authority = CertificateAuthority.from_pem(authority_data[CA_CERT], authority_data[CA_KEY])
-    bundle = _secret_data(context, names.cluster_ca_cert_secret(context.cluster))[CA_CERT]
+    bundle = kube.secret_data(
+        context.api, context.namespace, names.cluster_ca_cert_secret(context.cluster)
+    )[CA_CERT]
     issued = authority.issue(command.user.certificate_subject, valid_days=USER_CERTIFICATE_DAYS)
     store_password = secrets.token_urlsafe(24)
     _apply(context, tls_secret(command.user, issued, bundle, store_password), command.owner)
