@@ -75,7 +75,7 @@ def chosen_scenarios(text: str) -> set[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a tiny run (about 2 min)")
+    parser.add_argument("--quick", action="store_true", help="a tiny run (about 9 min on 2 cores)")
     parser.add_argument("--sessions", type=int, help="broker sessions, alternating A B B A")
     parser.add_argument(
         "--cluster-sessions", type=int, help="3-broker sessions (S7, S8), alternating A B B A"

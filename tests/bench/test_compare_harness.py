@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = {f"S{n}" for n in range(1, 16)}
 SYSTEMS = ("kafka", "tidelog")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+QUICK_RUN_LIMIT_S = 1500
 
 
 def _s15_figures(acls: int) -> set[tuple[str, str, str]]:
@@ -56,7 +57,8 @@ def _kill_with_its_brokers(run: subprocess.Popen) -> tuple[str, str]:
     return run.communicate()
 
 
-@pytest.mark.timeout(960)  # 450 s alone; make test runs other tests beside it
+# A guard against a hung run, not a measure: 535 s on 2026-12-07, over 900 s on a slow day.
+@pytest.mark.timeout(QUICK_RUN_LIMIT_S + 60)
 def test_a_quick_run_reports_every_scenario_for_both_systems(
     tmp_path, settings, throughput, wide_fetch
 ):
@@ -71,10 +73,14 @@ def test_a_quick_run_reports_every_scenario_for_both_systems(
         start_new_session=True,
     )
     try:
-        stdout, stderr = run.communicate(timeout=900)
+        stdout, stderr = run.communicate(timeout=QUICK_RUN_LIMIT_S)
     except subprocess.TimeoutExpired:
         stdout, stderr = _kill_with_its_brokers(run)
-        pytest.fail("the quick run took more than 900 s\n" + stdout[-3000:] + stderr[-3000:])
+        pytest.fail(
+            f"the quick run took more than {QUICK_RUN_LIMIT_S} s\n"
+            + stdout[-3000:]
+            + stderr[-3000:]
+        )
     except BaseException:
         _kill_with_its_brokers(run)
         raise
