@@ -164,7 +164,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """An e2e test may create the cluster (minutes) before it runs: each gets 20 minutes.
     The tests of the example deployment run together: those of other modules first, then
     those of the module whose test removes it (so that its module fixtures are made
-    once), that test last; then the other e2e tests, which make clusters of their own.
+    once), that test last; then the e2e tests that need no deployment.
     The deployment is one for the session, not one per module."""
     e2e = [i for i, item in enumerate(items) if Path(item.path).is_relative_to(E2E)]
     for i in e2e:

@@ -873,6 +873,6 @@ def test_deleting_the_cluster_and_uninstalling_leave_only_what_the_policy_keeps(
         "get", "clusterroles,clusterrolebindings,storageclasses", "--output", "name"
     )
     assert deployment.operator_name not in roles and "tidelog-local" not in roles
-    # the rest now (the namespace, the retained volumes, the disks wiped), not at the
-    # session's end: the e2e tests after this one make their brokers on the same disks
+    # the rest (the namespace, the retained volumes, the disks wiped) goes now, which a
+    # user's removal does by hand, rather than at the session's end
     deployment.remove()
