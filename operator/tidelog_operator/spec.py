@@ -11,8 +11,10 @@ from typing import Any
 from tidelog_operator.spec_security import (
     DEFAULT_LISTENERS,
     AuthorizationSpec,
+    CertificatesSpec,
     ListenerSpec,
     parse_authorization,
+    parse_certificates,
     parse_listeners,
 )
 
@@ -109,6 +111,7 @@ class ClusterSpec:
     rebalance: RebalanceSpec = field(default_factory=RebalanceSpec)
     listeners: tuple[ListenerSpec, ...] = DEFAULT_LISTENERS
     authorization: AuthorizationSpec = field(default_factory=AuthorizationSpec)
+    certificates: CertificatesSpec = field(default_factory=CertificatesSpec)
 
 
 def local_volume_labels(cluster: str, namespace: str, disk: int) -> dict[str, str]:
@@ -122,6 +125,8 @@ def local_volume_labels(cluster: str, namespace: str, disk: int) -> dict[str, st
 
 
 def parse_cluster(name: str, namespace: str, spec: Mapping[str, Any]) -> ClusterSpec:
+    """The Cluster ``namespace/name`` of ``spec``; ValueError for a maintenance window
+    that is not a cron expression (:func:`parse_certificates`)."""
     brokers = spec.get("brokers") or {}
     rack = brokers.get("rack") or {}
     storage = spec.get("storage") or {}
@@ -179,4 +184,5 @@ def parse_cluster(name: str, namespace: str, spec: Mapping[str, Any]) -> Cluster
         ),
         listeners=parse_listeners(spec.get("listeners")),
         authorization=parse_authorization(spec.get("authorization")),
+        certificates=parse_certificates(spec.get("certificates")),
     )

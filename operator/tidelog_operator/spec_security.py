@@ -1,6 +1,7 @@
-"""A Cluster's security spec as typed values: its listeners (``spec.listeners``) and its
-authorization (``spec.authorization``), with the CRD's defaults (``crds/cluster.yaml``)
-for objects made before a default existed.
+"""A Cluster's security spec as typed values: its listeners (``spec.listeners``), its
+authorization (``spec.authorization``) and its certificate authorities
+(``spec.certificates``), with the CRD's defaults (``crds/cluster.yaml``) for objects made
+before a default existed.
 
 Each listener is one Kafka listener of every broker, named as the spec names it in upper
 case (``internal`` → ``INTERNAL``). Its security protocol follows from ``tls`` and
@@ -17,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tidelog_operator.maintenance import CronExpression, parse_cron
+
 __all__ = [
     "AUTHENTICATION_NONE",
     "AUTHENTICATION_SCRAM",
@@ -25,8 +28,11 @@ __all__ = [
     "REPLICATION_LISTENER",
     "REPLICATION_PORT",
     "AuthorizationSpec",
+    "CaSpec",
+    "CertificatesSpec",
     "ListenerSpec",
     "parse_authorization",
+    "parse_certificates",
     "parse_listeners",
 ]
 
@@ -123,3 +129,47 @@ def parse_authorization(raw: Mapping[str, Any] | None) -> AuthorizationSpec:
         return AuthorizationSpec()
     users = tuple(_principal(user) for user in raw.get("superUsers") or ())
     return AuthorizationSpec(enabled=raw.get("type") == "simple", super_users=users)
+
+
+@dataclass(frozen=True)
+class CaSpec:
+    """One CA's validity, and how long before its end it is renewed (Strimzi's
+    defaults: a year, and 30 days)."""
+
+    validity_days: int = 365
+    renewal_days: int = 30
+
+
+@dataclass(frozen=True)
+class CertificatesSpec:
+    """The cluster CA's and the clients CA's :class:`CaSpec`, and the maintenance
+    windows a renewal starts in (none: any time)."""
+
+    cluster_ca: CaSpec = field(default_factory=CaSpec)
+    clients_ca: CaSpec = field(default_factory=CaSpec)
+    maintenance_windows: tuple[CronExpression, ...] = ()
+
+
+def _ca(raw: Mapping[str, Any] | None) -> CaSpec:
+    raw = raw or {}
+    return CaSpec(
+        validity_days=raw.get("validityDays", CaSpec.validity_days),
+        renewal_days=raw.get("renewalDays", CaSpec.renewal_days),
+    )
+
+
+def parse_certificates(raw: Mapping[str, Any] | None) -> CertificatesSpec:
+    """``spec.certificates``; ValueError naming the maintenance window that is not a cron
+    expression (the CRD's pattern lets through numbers out of their field's range)."""
+    raw = raw or {}
+    windows = []
+    for index, text in enumerate(raw.get("maintenanceWindows") or ()):
+        try:
+            windows.append(parse_cron(text))
+        except ValueError as error:
+            raise ValueError(f"spec.certificates.maintenanceWindows[{index}]: {error}") from None
+    return CertificatesSpec(
+        cluster_ca=_ca(raw.get("clusterCa")),
+        clients_ca=_ca(raw.get("clientsCa")),
+        maintenance_windows=tuple(windows),
+    )
