@@ -8,8 +8,8 @@ certificate step writes from this Secret), the annotation ``tidelog.dev/ca-gener
 the CA's generation. Each handler is idempotent, so that a pass that stopped anywhere
 may be run again: it reads the Secret first and does only what is not done.
 
-Users ask for a renewal with an annotation on that Secret (Strimzi's
-``strimzi.io/force-renew``, here for both policies):
+Users ask for a renewal with an annotation on that Secret (Strimzi's names, under
+``tidelog.dev``):
 
 - ``tidelog.dev/force-renew``: a new certificate for the same key and subject
   (Strimzi's renew-certificate policy): the leaves it signed verify under either;
