@@ -115,11 +115,21 @@ def found(read: Callable[..., Any], *args: Any) -> Any | None:
         raise
 
 
+def secret_with_annotations(
+    api: client.ApiClient, namespace: str, name: str
+) -> tuple[dict[str, bytes], dict[str, str]]:
+    """The entries of Secret ``name``, decoded, and its annotations; both empty when it
+    is not there."""
+    secret = found(client.CoreV1Api(api).read_namespaced_secret, name, namespace)
+    if secret is None:
+        return {}, {}
+    data = {key: base64.b64decode(value) for key, value in (secret.data or {}).items()}
+    return data, dict(secret.metadata.annotations or {})
+
+
 def secret_data(api: client.ApiClient, namespace: str, name: str) -> dict[str, bytes]:
     """The entries of Secret ``name``, decoded; empty when it is not there."""
-    secret = found(client.CoreV1Api(api).read_namespaced_secret, name, namespace)
-    data = (secret.data if secret is not None else None) or {}
-    return {key: base64.b64decode(value) for key, value in data.items()}
+    return secret_with_annotations(api, namespace, name)[0]
 
 
 def delete(

@@ -1,15 +1,21 @@
 """The certificate step's decisions (pure), from facts of real certificates: what a
 Cluster lacks is made, a leaf is issued again when it lacks a name, comes from another CA
-or nears its end, and a broker serving another certificate than its Secret's reloads."""
+or nears its end, and a broker serving another certificate than its Secret's reloads.
+During a CA's renewal: the bundles follow the CA Secrets (current and previous), a leaf
+Secret of an older CA generation is reissued whole, a paused CA signs nothing, and the
+operator's credentials follow the cluster CA's bundle; the pod templates' trust markers
+follow the Secrets' generations."""
 
 from __future__ import annotations
 
+import base64
 import datetime
 
 from tidelog.security.certificates import CertificateAuthority, CertificateFacts
 from tidelog_operator import names
 from tidelog_operator.builders.certificates import broker_hosts
 from tidelog_operator.builders.zookeeper import zookeeper_hosts
+from tidelog_operator.cluster.ca_renewal import RenewalTrigger
 from tidelog_operator.cluster.certificate_commands import (
     CaKind,
     IssueBrokerCertificates,
@@ -18,8 +24,16 @@ from tidelog_operator.cluster.certificate_commands import (
     IssueZooKeeperCertificates,
     ReloadStores,
     WriteClientsTrust,
+    WriteClusterTrust,
+    WriteOperatorTrust,
 )
-from tidelog_operator.cluster.certificate_step import TlsView, certificate_step, zookeeper_issue
+from tidelog_operator.cluster.certificate_step import (
+    TlsView,
+    ca_trust_markers,
+    certificate_step,
+    tls_view,
+    zookeeper_issue,
+)
 from tidelog_operator.spec import parse_cluster
 
 SPEC = parse_cluster("events", "prod", {"storage": {"volumes": [{"id": 0, "size": "1Gi"}]}})
@@ -141,3 +155,141 @@ def test_a_broker_serving_another_certificate_than_its_secrets_reloads_its_store
     # a leaf about to be issued again is reloaded in a later pass, once it is in the Secret
     view = complete(brokers={**view.brokers, "events-broker-1": broker_leaf(1, valid_days=1)})
     assert certificate_step(SPEC, view, 3, NOW, served) == (IssueBrokerCertificates((1,)),)
+
+
+RENEWED = CLUSTER_CA.renewed(valid_days=365, now=NOW + datetime.timedelta(days=300))
+
+
+def fingerprint(authority) -> str:
+    return facts(authority.certificate).sha256_fingerprint
+
+
+def _b64(pem: bytes) -> str:
+    return base64.b64encode(pem).decode()
+
+
+def test_the_view_reads_what_a_renewal_needs_from_the_secrets():
+    operator = CLUSTER_CA.issue(names.operator_subject("events"), now=NOW)
+    secrets = {
+        "events-cluster-ca": {
+            "ca.crt": _b64(RENEWED.certificate_pem),
+            "ca-previous.crt": _b64(CLUSTER_CA.certificate_pem),
+        },
+        "events-clients-ca": {"ca.crt": _b64(CLIENTS_CA.certificate_pem)},
+        "events-broker-certs": {"events-broker-0.pem": _b64(operator.chain_pem)},
+        "events-operator-credentials": {
+            "ssl.keystore.certificate.chain": _b64(operator.chain_pem),
+            "ssl.truststore.certificates": _b64(CLUSTER_CA.certificate_pem),
+        },
+    }
+    annotations = {
+        "events-cluster-ca": {"tidelog.dev/ca-generation": "1"},
+        "events-clients-ca": {"tidelog.dev/ca-generation": "0", "tidelog.dev/force-replace": ""},
+        "events-broker-certs": {"tidelog.dev/ca-generation": "1"},
+        "events-operator-credentials": {"tidelog.dev/ca-generation": "0"},
+    }
+    view = tls_view(SPEC, secrets, annotations)
+    assert view.current(CaKind.CLUSTER) == facts(RENEWED.certificate)
+    assert view.previous == {CaKind.CLUSTER: facts(CLUSTER_CA.certificate)}
+    assert view.generations == {CaKind.CLUSTER: 1, CaKind.CLIENTS: 0}
+    assert view.forces == {CaKind.CLIENTS: RenewalTrigger.FORCE_REPLACE}
+    assert (view.broker_generation, view.zookeeper_generation, view.operator_generation) == (
+        1,
+        0,
+        0,
+    )
+    assert view.operator_trust == {fingerprint(CLUSTER_CA)}
+    assert view.bundle(CaKind.CLUSTER) == {fingerprint(RENEWED), fingerprint(CLUSTER_CA)}
+    assert view.bundle(CaKind.CLIENTS) == {fingerprint(CLIENTS_CA)}
+    # no credentials: their trust is not observed; an unreadable truststore trusts nothing
+    assert tls_view(SPEC, {}, {}).operator_trust is None
+    secrets["events-operator-credentials"]["ssl.truststore.certificates"] = _b64(b"junk")
+    assert tls_view(SPEC, secrets, annotations).operator_trust == frozenset()
+
+
+def renewing(**changes) -> TlsView:
+    """A complete Cluster whose cluster CA Secret holds generation 1 (same key) beside
+    the previous certificate, its bundle and leaves still of generation 0."""
+    view = complete()
+    return TlsView(
+        **{
+            **vars(view),
+            "cluster_ca": facts(RENEWED.certificate),
+            "previous": {CaKind.CLUSTER: facts(CLUSTER_CA.certificate)},
+            "generations": {CaKind.CLUSTER: 1},
+            "operator_trust": frozenset({fingerprint(CLUSTER_CA)}),
+            **changes,
+        }
+    )
+
+
+def test_the_bundles_and_the_operators_trust_follow_the_ca_secrets():
+    both = frozenset({fingerprint(RENEWED), fingerprint(CLUSTER_CA)})
+    paused = frozenset({CaKind.CLUSTER})
+    assert certificate_step(SPEC, renewing(), 3, NOW, paused=paused) == (
+        WriteClusterTrust(),
+        WriteClientsTrust(),
+        WriteOperatorTrust(),
+    )
+    trusted = renewing(
+        cluster_trust=both,
+        clients_trust=both | {fingerprint(CLIENTS_CA)},
+        operator_trust=both,
+    )
+    assert certificate_step(SPEC, trusted, 3, NOW, paused=paused) == ()
+    # the previous certificate dropped: the bundles trust the current one alone
+    dropped = renewing(cluster_trust=both, previous={}, broker_generation=1)
+    assert certificate_step(SPEC, dropped, 1, NOW, paused=paused) == (
+        WriteClusterTrust(),
+        WriteClientsTrust(),
+        WriteOperatorTrust(),
+    )
+
+
+def test_leaves_of_an_older_generation_are_reissued_once_signing_goes_on():
+    both = frozenset({fingerprint(RENEWED), fingerprint(CLUSTER_CA)})
+    view = renewing(
+        cluster_trust=both, clients_trust=both | {fingerprint(CLIENTS_CA)}, operator_trust=both
+    )
+    # the same key: the leaves are the CA's still, only their Secrets' generation is older
+    assert certificate_step(SPEC, view, 2, NOW) == (
+        IssueBrokerCertificates((0, 1, 2)),  # broker 2's entry too: the whole Secret
+        IssueZooKeeperCertificates((0, 1, 2)),
+        IssueOperatorCredentials(),
+    )
+    current = renewing(
+        cluster_trust=both,
+        clients_trust=both | {fingerprint(CLIENTS_CA)},
+        operator_trust=both,
+        broker_generation=1,
+        zookeeper_generation=1,
+        operator_generation=1,
+    )
+    assert certificate_step(SPEC, current, 3, NOW) == ()
+
+
+def test_a_paused_ca_signs_no_leaf_and_its_brokers_reload_nothing_meanwhile():
+    replaced = CertificateAuthority("CN=events-cluster-ca v1,O=tidelog.dev", now=NOW)
+    both = frozenset({fingerprint(replaced), fingerprint(CLUSTER_CA)})
+    view = renewing(
+        cluster_ca=facts(replaced.certificate),
+        cluster_trust=both,
+        clients_trust=both | {fingerprint(CLIENTS_CA)},
+        operator_trust=both,
+    )
+    served = {i: leaf.sha256_fingerprint for i, leaf in enumerate(view.brokers.values())}
+    assert certificate_step(SPEC, view, 3, NOW, served, frozenset({CaKind.CLUSTER})) == ()
+    # the clients CA paused does not hold the cluster CA's leaves
+    assert certificate_step(SPEC, view, 3, NOW, served, frozenset({CaKind.CLIENTS})) == (
+        IssueBrokerCertificates((0, 1, 2)),
+        IssueZooKeeperCertificates((0, 1, 2)),
+        IssueOperatorCredentials(),
+    )
+
+
+def test_the_trust_markers_follow_the_generations_in_the_secrets():
+    assert ca_trust_markers(TlsView()) == ("cluster=0,clients=0", "cluster=0")
+    assert ca_trust_markers(complete()) == ("cluster=0,clients=0", "cluster=0")
+    renewal = renewing(generations={CaKind.CLUSTER: 3, CaKind.CLIENTS: 1})
+    assert ca_trust_markers(renewal) == ("cluster=3+2,clients=1", "cluster=3+2")
+    assert ca_trust_markers(renewing(previous={})) == ("cluster=1,clients=0", "cluster=1")

@@ -28,8 +28,11 @@ from tidelog_operator.spec import ClusterSpec
 __all__ = [
     "CA_CERT",
     "CA_KEY",
+    "CA_TRUST_ANNOTATION",
     "GENERATION_ANNOTATION",
     "ISSUED_ANNOTATION",
+    "PREVIOUS_CERT",
+    "TRUSTSTORE",
     "broker_certs_secret",
     "broker_hosts",
     "ca_bundle_secret",
@@ -40,9 +43,16 @@ __all__ = [
 
 CA_CERT = "ca.crt"
 CA_KEY = "ca.key"
+# in a CA's own Secret while a renewal runs: the certificate it replaced, still trusted
+PREVIOUS_CERT = "ca-previous.crt"
 # the CA generation a Secret's content belongs to (renewals count up)
 GENERATION_ANNOTATION = "tidelog.dev/ca-generation"
 ISSUED_ANNOTATION = "tidelog.dev/issued"
+# on the pod templates of the brokers and ZooKeeper: the generations of the CAs their
+# bundles trust, so that a bundle's change rolls them (``ca_trust_marker``)
+CA_TRUST_ANNOTATION = "tidelog.dev/ca-trust"
+# the operator credentials' entry of the certificates it trusts
+TRUSTSTORE = "ssl.truststore.certificates"
 _DOMAIN = "cluster.local"
 
 
@@ -99,36 +109,45 @@ def ca_bundle_secret(
     return _secret(spec, name, {CA_CERT: bundle_pem.decode()}, generation)
 
 
-def broker_certs_secret(spec: ClusterSpec, keystores: Mapping[str, bytes]) -> dict[str, Any]:
-    """Each broker pod's PEM keystore (``<pod>.pem``: key, then certificate chain)."""
+def broker_certs_secret(
+    spec: ClusterSpec, keystores: Mapping[str, bytes], generation: int | None = None
+) -> dict[str, Any]:
+    """Each broker pod's PEM keystore (``<pod>.pem``: key, then certificate chain), and
+    the cluster CA generation every one of them is of (``generation``)."""
     data = {f"{pod}.pem": pem.decode() for pod, pem in sorted(keystores.items())}
-    return _secret(spec, names.broker_certs_secret(spec.name), data)
+    return _secret(spec, names.broker_certs_secret(spec.name), data, generation)
 
 
 def zookeeper_certs_secret(
-    spec: ClusterSpec, keystores: Mapping[str, bytes], issued: int
+    spec: ClusterSpec, keystores: Mapping[str, bytes], issued: int, generation: int | None = None
 ) -> dict[str, Any]:
-    """Each ZooKeeper server's PEM keystore (``<pod>.pem``), and how many times they
-    were issued (``tidelog.dev/issued``): the servers' pod template carries that count,
-    so that new certificates restart them (ZooKeeper does not reload them)."""
+    """Each ZooKeeper server's PEM keystore (``<pod>.pem``), how many times they were
+    issued (``tidelog.dev/issued``): the servers' pod template carries that count, so
+    that new certificates restart them (ZooKeeper does not reload them), and the cluster
+    CA generation every one of them is of (``generation``)."""
     data = {f"{pod}.pem": pem.decode() for pod, pem in sorted(keystores.items())}
-    secret = _secret(spec, names.zookeeper_certs_secret(spec.name), data)
-    secret["metadata"]["annotations"] = {ISSUED_ANNOTATION: str(issued)}
+    secret = _secret(spec, names.zookeeper_certs_secret(spec.name), data, generation)
+    secret["metadata"].setdefault("annotations", {})[ISSUED_ANNOTATION] = str(issued)
     return secret
 
 
 def operator_credentials_secret(
-    spec: ClusterSpec, trusted_pem: bytes, chain_pem: bytes, key_pem: bytes
+    spec: ClusterSpec,
+    trusted_pem: bytes,
+    chain_pem: bytes,
+    key_pem: bytes,
+    generation: int | None = None,
 ) -> dict[str, Any]:
     """The operator's Kafka client properties for the Cluster: mutual TLS to the
-    REPLICATION listener, its certificate and the CAs it trusts inline (PEM)."""
+    REPLICATION listener, its certificate (of cluster CA generation ``generation``) and
+    the CAs it trusts inline (PEM)."""
     properties = {
         "bootstrap.servers": bootstrap_address(spec),
         "security.protocol": "SSL",
         "ssl.truststore.type": "PEM",
-        "ssl.truststore.certificates": trusted_pem.decode(),
+        TRUSTSTORE: trusted_pem.decode(),
         "ssl.keystore.type": "PEM",
         "ssl.keystore.certificate.chain": chain_pem.decode(),
         "ssl.keystore.key": key_pem.decode(),
     }
-    return _secret(spec, names.operator_credentials_secret(spec.name), properties)
+    return _secret(spec, names.operator_credentials_secret(spec.name), properties, generation)

@@ -50,7 +50,7 @@ __all__ = [
 
 FORCE_RENEW_ANNOTATION = "tidelog.dev/force-renew"
 FORCE_REPLACE_ANNOTATION = "tidelog.dev/force-replace"
-PREVIOUS_CERT = "ca-previous.crt"
+PREVIOUS_CERT = certificates.PREVIOUS_CERT
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,11 @@
 Key material never travels in a command (commands are logged): a handler reads the CA
 it signs with from the CA's Secret, and reads the Secret it adds to, so that the
 entries it does not replace stay as they are.
+
+The bundles are written from the CA Secrets (``ca.crt``, and ``ca-previous.crt`` while
+a renewal keeps the old certificate trusted). A leaf Secret carries the CA generation
+its entries are of (``tidelog.dev/ca-generation``): the CA's current one when the
+command wrote every entry, else the one it had (an older entry is still there).
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ from tidelog_operator.builders.zookeeper import zookeeper_hosts
 from tidelog_operator.cluster.command_base import Command, Context
 
 __all__ = [
-    "CA_VALIDITY_DAYS",
     "LEAF_VALIDITY_DAYS",
     "TLS_HANDLERS",
     "CaKind",
@@ -35,12 +39,16 @@ __all__ = [
     "IssueZooKeeperCertificates",
     "ReloadStores",
     "TlsCommand",
+    "WriteClientsTrust",
+    "WriteClusterTrust",
+    "WriteOperatorTrust",
 ]
 
-# Strimzi's defaults, for CAs and leaves alike; a leaf is issued again 30 days before
-# it expires (certificate_step.RENEWAL_DAYS).
-CA_VALIDITY_DAYS = 365
+# Strimzi's default (a CA lasts spec.certificates' validityDays); a leaf is issued
+# again 30 days before it expires (certificate_step.RENEWAL_DAYS).
 LEAF_VALIDITY_DAYS = 365
+_KEYSTORE_CHAIN = "ssl.keystore.certificate.chain"
+_KEYSTORE_KEY = "ssl.keystore.key"
 
 
 class CaKind(enum.Enum):
@@ -61,9 +69,20 @@ class IssueCa(TlsCommand):
 
 
 @dataclass(frozen=True)
+class WriteClusterTrust(TlsCommand):
+    """Write the cluster CA's bundle: its current certificate and its previous one."""
+
+
+@dataclass(frozen=True)
 class WriteClientsTrust(TlsCommand):
-    """Write the certificates brokers accept from clients: the clients CA's and the
-    cluster CA's bundle."""
+    """Write the certificates brokers accept from clients: the clients CA's (current
+    and previous) and the cluster CA's bundle."""
+
+
+@dataclass(frozen=True)
+class WriteOperatorTrust(TlsCommand):
+    """Have the operator's credentials trust the cluster CA's bundle, its certificate
+    kept."""
 
 
 @dataclass(frozen=True)
@@ -93,8 +112,37 @@ class IssueOperatorCredentials(TlsCommand):
     """Issue the operator's certificate and write its client properties."""
 
 
+def _read_secret(context: Context, name: str) -> tuple[dict[str, bytes], dict[str, str]]:
+    """Secret ``name``'s data, decoded, and annotations (both empty when absent)."""
+    return kube.secret_with_annotations(context.api, context.namespace, name)
+
+
 def _read(context: Context, name: str) -> dict[str, bytes]:
     return kube.secret_data(context.api, context.namespace, name)
+
+
+def _generation(annotations: dict[str, str]) -> int:
+    return int(annotations.get(certificates.GENERATION_ANNOTATION, "0"))
+
+
+def _bundle(context: Context, kind: CaKind) -> tuple[bytes, int]:
+    """The ``kind`` CA's certificates to trust (current, then previous) and its
+    generation, from its own Secret."""
+    data, annotations = _read_secret(context, _ca_names(kind, context.spec.name)[0])
+    return data[certificates.CA_CERT] + data.get(certificates.PREVIOUS_CERT, b""), _generation(
+        annotations
+    )
+
+
+def _leaf_generation(
+    context: Context, written: set[str], entries: set[str], held: dict[str, str]
+) -> int:
+    """The cluster CA generation of a leaf Secret of ``entries`` after ``written`` were
+    issued: the CA's current one when every entry was, else the one it ``held``."""
+    if entries <= written:
+        annotations = _read_secret(context, names.cluster_ca_secret(context.spec.name))[1]
+        return _generation(annotations)
+    return _generation(held)
 
 
 def _apply(context: Context, secret: dict[str, Any]) -> None:
@@ -116,9 +164,15 @@ def _ca_names(kind: CaKind, cluster: str) -> tuple[str, str]:
 def _issue_ca(command: IssueCa, context: Context) -> None:
     spec = context.spec
     own, bundle = _ca_names(command.kind, spec.name)
+    certificates_spec = spec.certificates
+    ca = (
+        certificates_spec.cluster_ca
+        if command.kind is CaKind.CLUSTER
+        else certificates_spec.clients_ca
+    )
     authority = CertificateAuthority(
         f"CN={spec.name}-{command.kind.value}-ca v0,O={names.GROUP}",
-        valid_days=CA_VALIDITY_DAYS,
+        valid_days=ca.validity_days,
     )
     pem = authority.certificate_pem
     _apply(context, certificates.ca_secret(spec, own, pem, authority.key_pem(), 0))
@@ -126,12 +180,19 @@ def _issue_ca(command: IssueCa, context: Context) -> None:
         _apply(context, certificates.ca_bundle_secret(spec, bundle, pem, 0))
 
 
+def _write_cluster_trust(command: WriteClusterTrust, context: Context) -> None:
+    spec = context.spec
+    bundle, generation = _bundle(context, CaKind.CLUSTER)
+    name = names.cluster_ca_cert_secret(spec.name)
+    _apply(context, certificates.ca_bundle_secret(spec, name, bundle, generation))
+
+
 def _write_clients_trust(command: WriteClientsTrust, context: Context) -> None:
     spec = context.spec
-    clients = _read(context, names.clients_ca_secret(spec.name))[certificates.CA_CERT]
-    cluster = _read(context, names.cluster_ca_cert_secret(spec.name))[certificates.CA_CERT]
+    clients, generation = _bundle(context, CaKind.CLIENTS)
+    cluster = _bundle(context, CaKind.CLUSTER)[0]
     bundle = certificates.ca_bundle_secret(
-        spec, names.clients_ca_cert_secret(spec.name), clients + cluster, 0
+        spec, names.clients_ca_cert_secret(spec.name), clients + cluster, generation
     )
     _apply(context, bundle)
 
@@ -139,44 +200,65 @@ def _write_clients_trust(command: WriteClientsTrust, context: Context) -> None:
 def _issue_brokers(command: IssueBrokerCertificates, context: Context) -> None:
     spec = context.spec
     authority = _authority(context, names.cluster_ca_secret(spec.name))
-    keystores = {
-        key.removesuffix(".pem"): pem
-        for key, pem in _read(context, names.broker_certs_secret(spec.name)).items()
-    }
+    data, annotations = _read_secret(context, names.broker_certs_secret(spec.name))
+    keystores = {key.removesuffix(".pem"): pem for key, pem in data.items()}
+    written = set()
     for broker_id in command.broker_ids:
         issued = authority.issue(
             names.broker_subject(spec.name),
             hosts=certificates.broker_hosts(spec, broker_id),
             valid_days=LEAF_VALIDITY_DAYS,
         )
-        keystores[names.broker_pod(spec.name, broker_id)] = issued.key_pem() + issued.chain_pem
-    _apply(context, certificates.broker_certs_secret(spec, keystores))
+        pod = names.broker_pod(spec.name, broker_id)
+        keystores[pod] = issued.key_pem() + issued.chain_pem
+        written.add(pod)
+    generation = _leaf_generation(context, written, set(keystores), annotations)
+    _apply(context, certificates.broker_certs_secret(spec, keystores, generation))
 
 
 def _issue_zookeeper(command: IssueZooKeeperCertificates, context: Context) -> None:
     spec = context.spec
     authority = _authority(context, names.cluster_ca_secret(spec.name))
-    name = names.zookeeper_certs_secret(spec.name)
-    secret = kube.found(client.CoreV1Api(context.api).read_namespaced_secret, name, spec.namespace)
-    annotations = (secret.metadata.annotations or {}) if secret is not None else {}
+    data, annotations = _read_secret(context, names.zookeeper_certs_secret(spec.name))
     issued = int(annotations.get(certificates.ISSUED_ANNOTATION, "0"))
-    keystores = {key.removesuffix(".pem"): pem for key, pem in _read(context, name).items()}
+    keystores = {key.removesuffix(".pem"): pem for key, pem in data.items()}
+    written = set()
     for ordinal in command.ordinals:
         hosts = zookeeper_hosts(spec, ordinal)
         server = authority.issue(
             names.zookeeper_subject(spec.name), hosts=hosts, valid_days=LEAF_VALIDITY_DAYS
         )
-        keystores[hosts[0].split(".")[0]] = server.key_pem() + server.chain_pem
-    _apply(context, certificates.zookeeper_certs_secret(spec, keystores, issued + 1))
+        pod = hosts[0].split(".")[0]
+        keystores[pod] = server.key_pem() + server.chain_pem
+        written.add(pod)
+    generation = _leaf_generation(context, written, set(keystores), annotations)
+    secret = certificates.zookeeper_certs_secret(spec, keystores, issued + 1, generation)
+    _apply(context, secret)
 
 
 def _issue_operator(command: IssueOperatorCredentials, context: Context) -> None:
     spec = context.spec
-    authority = _authority(context, names.cluster_ca_secret(spec.name))
-    trusted = _read(context, names.cluster_ca_cert_secret(spec.name))[certificates.CA_CERT]
+    data, annotations = _read_secret(context, names.cluster_ca_secret(spec.name))
+    authority = CertificateAuthority.from_pem(data[certificates.CA_CERT], data[certificates.CA_KEY])
+    trusted = _bundle(context, CaKind.CLUSTER)[0]
     issued = authority.issue(names.operator_subject(spec.name), valid_days=LEAF_VALIDITY_DAYS)
     secret = certificates.operator_credentials_secret(
-        spec, trusted, issued.chain_pem, issued.key_pem()
+        spec, trusted, issued.chain_pem, issued.key_pem(), _generation(annotations)
+    )
+    _apply(context, secret)
+
+
+def _write_operator_trust(command: WriteOperatorTrust, context: Context) -> None:
+    spec = context.spec
+    held, annotations = _read_secret(context, names.operator_credentials_secret(spec.name))
+    if not held:
+        return  # none yet: IssueOperatorCredentials makes them, trust and all
+    secret = certificates.operator_credentials_secret(
+        spec,
+        _bundle(context, CaKind.CLUSTER)[0],
+        held[_KEYSTORE_CHAIN],
+        held[_KEYSTORE_KEY],
+        _generation(annotations),
     )
     _apply(context, secret)
 
@@ -198,7 +280,9 @@ def _reload(command: ReloadStores, context: Context) -> None:
 
 TLS_HANDLERS = {
     IssueCa: _issue_ca,
+    WriteClusterTrust: _write_cluster_trust,
     WriteClientsTrust: _write_clients_trust,
+    WriteOperatorTrust: _write_operator_trust,
     IssueBrokerCertificates: _issue_brokers,
     IssueOperatorCredentials: _issue_operator,
     IssueZooKeeperCertificates: _issue_zookeeper,
