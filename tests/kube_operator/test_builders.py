@@ -332,3 +332,27 @@ def test_brokers_and_zookeeper_servers_prefer_nodes_of_their_own():
             term["podAffinityTerm"]["labelSelector"]["matchLabels"]
             == built["spec"]["selector"]["matchLabels"]
         )
+
+
+def test_the_pod_templates_carry_the_cas_their_bundles_trust():
+    spec = cluster(VOLUMES)
+    markers = ("cluster=2+1,clients=0", "cluster=2+1")
+    built = {
+        o["metadata"]["name"]: o["spec"]["template"]["metadata"]["annotations"]
+        for o in desired_children(spec, ca_trust=markers).objects
+        if o["kind"] == "StatefulSet"
+    }
+    assert built["events-broker"]["tidelog.dev/ca-trust"] == "cluster=2+1,clients=0"
+    assert built["events-zookeeper"]["tidelog.dev/ca-trust"] == "cluster=2+1"
+    # a marker that changes changes the templates (their pods roll); none given, none set
+    again = desired_children(spec, ca_trust=("cluster=2,clients=0", "cluster=2")).objects
+    assert [o["spec"]["template"] for o in again if o["kind"] == "StatefulSet"] != [
+        o["spec"]["template"]
+        for o in desired_children(spec, ca_trust=markers).objects
+        if o["kind"] == "StatefulSet"
+    ]
+    assert all(
+        "tidelog.dev/ca-trust" not in o["spec"]["template"]["metadata"]["annotations"]
+        for o in desired_children(spec).objects
+        if o["kind"] == "StatefulSet"
+    )

@@ -16,6 +16,7 @@ from typing import Any
 
 from tidelog_operator import names
 from tidelog_operator.builders import listeners, zookeeper
+from tidelog_operator.builders.certificates import CA_TRUST_ANNOTATION
 from tidelog_operator.builders.common import spread_over_nodes
 from tidelog_operator.spec import ClusterSpec
 
@@ -246,9 +247,11 @@ def _claim(spec: ClusterSpec, volume) -> dict[str, Any]:
     }
 
 
-def statefulset(spec: ClusterSpec, config_hash: str) -> dict[str, Any]:
+def statefulset(spec: ClusterSpec, config_hash: str, ca_trust: str | None = None) -> dict[str, Any]:
     """The brokers. ``config_hash`` (of their server.properties) marks the pod template,
-    so that a config change makes the roll restart them."""
+    so that a config change makes the roll restart them; so does ``ca_trust``, the CA
+    generations their bundles trust (``certificate_step.ca_trust_markers``), so that a
+    CA renewal's change of a bundle rolls them."""
     labels = names.broker_labels(spec.name)
     volume_mounts = [{"name": v.claim, "mountPath": v.path} for v in spec.volumes]
     volume_mounts.append({"name": "config", "mountPath": CONFIG_DIR})
@@ -301,6 +304,9 @@ def statefulset(spec: ClusterSpec, config_hash: str) -> dict[str, Any]:
     }
     if init_containers:
         pod_spec["initContainers"] = init_containers
+    annotations = {CONFIG_HASH: config_hash}
+    if ca_trust is not None:
+        annotations[CA_TRUST_ANNOTATION] = ca_trust
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
@@ -312,7 +318,7 @@ def statefulset(spec: ClusterSpec, config_hash: str) -> dict[str, Any]:
             "updateStrategy": {"type": "OnDelete"},
             "selector": {"matchLabels": labels},
             "template": {
-                "metadata": {"labels": labels, "annotations": {CONFIG_HASH: config_hash}},
+                "metadata": {"labels": labels, "annotations": annotations},
                 "spec": pod_spec,
             },
             "volumeClaimTemplates": [_claim(spec, v) for v in spec.volumes],

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from tidelog_operator import names
+from tidelog_operator.builders.certificates import CA_TRUST_ANNOTATION
 from tidelog_operator.builders.common import spread_over_nodes
 from tidelog_operator.builders.listeners import CA_FILE, CLUSTER_CA_DIR
 from tidelog_operator.spec import ClusterSpec
@@ -134,14 +135,18 @@ def _command(spec: ClusterSpec) -> list[str]:
 
 
 def zookeeper_statefulset(
-    spec: ClusterSpec, image: str, certificates_issued: int = 0
+    spec: ClusterSpec, image: str, certificates_issued: int = 0, ca_trust: str | None = None
 ) -> dict[str, Any] | None:
     """The ensemble's servers; None when the Cluster uses an external ensemble. The pod
     template carries how many times their certificates were issued
-    (``certificates_issued``): new ones restart the servers, one at a time."""
+    (``certificates_issued``) and the cluster CA generations their bundle trusts
+    (``ca_trust``): a change of either restarts the servers, one at a time."""
     if spec.zookeeper.external:
         return None
     labels = names.zookeeper_labels(spec.name)
+    annotations = {CERTIFICATES_ISSUED: str(certificates_issued)}
+    if ca_trust is not None:
+        annotations[CA_TRUST_ANNOTATION] = ca_trust
     claim: dict[str, Any] = {
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": spec.zookeeper.size}},
@@ -164,7 +169,7 @@ def zookeeper_statefulset(
             "template": {
                 "metadata": {
                     "labels": labels,
-                    "annotations": {CERTIFICATES_ISSUED: str(certificates_issued)},
+                    "annotations": annotations,
                 },
                 "spec": {
                     "securityContext": {"runAsNonRoot": True, "fsGroup": 1001},

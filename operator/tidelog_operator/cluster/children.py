@@ -27,11 +27,14 @@ def desired_children(
     spec: ClusterSpec,
     operator: operator_identity.OperatorIdentity | None = None,
     zookeeper_certificates: int = 0,
+    ca_trust: tuple[str, str] | None = None,
 ) -> Children:
     """The namespaced objects of the Cluster, in the order they are applied; the
     policies admit ``operator``'s pods, by default those the environment names
     (:func:`~tidelog_operator.operator_identity.from_environment`); the ZooKeeper
-    servers' certificates were issued ``zookeeper_certificates`` times."""
+    servers' certificates were issued ``zookeeper_certificates`` times; ``ca_trust``:
+    the brokers' and ZooKeeper's pod template markers of the CAs they trust
+    (``certificate_step.ca_trust_markers``), none when not given."""
     connect = zookeeper.connect_string(spec)
     defaults = brokers.default_keys(spec)
     keys = {**defaults, **brokers.broker_keys(spec, connect, 0)}
@@ -40,7 +43,10 @@ def desired_children(
     config_hash = hashlib.sha256(properties.encode()).hexdigest()[:16]
     operator = operator or operator_identity.from_environment()
     objects: list[dict[str, Any]] = network_policies.network_policies(spec, operator)
-    ensemble = zookeeper.zookeeper_statefulset(spec, spec.brokers.image, zookeeper_certificates)
+    brokers_trust, zookeeper_trust = ca_trust or (None, None)
+    ensemble = zookeeper.zookeeper_statefulset(
+        spec, spec.brokers.image, zookeeper_certificates, zookeeper_trust
+    )
     if ensemble is not None:
         objects += [zookeeper.zookeeper_service(spec), ensemble]
     objects += [
@@ -50,6 +56,6 @@ def desired_children(
         brokers.bootstrap_service(spec),
         *listeners.node_port_services(spec),
         brokers.pod_disruption_budget(spec),
-        brokers.statefulset(spec, config_hash),
+        brokers.statefulset(spec, config_hash, brokers_trust),
     ]
     return Children(objects, checked, config_hash)
