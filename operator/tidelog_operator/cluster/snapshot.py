@@ -1,5 +1,6 @@
 """One immutable observation of a Cluster per pass: what Kubernetes holds of it (the
-brokers' StatefulSet, their pods, the claims the pods mount, ZooKeeper's readiness) and
+brokers' StatefulSet, their pods, the claims the pods mount, ZooKeeper's readiness and
+StatefulSet) and
 what its brokers say, asked through one AdminClient (the metadata with every
 partition's replicas, ISR and leader, ``min.insync.replicas`` of each topic, the log
 dirs with their replicas and errors, the reassignments in progress, and, while a
@@ -42,6 +43,7 @@ __all__ = [
     "LogDir",
     "Partition",
     "StatefulSetView",
+    "ZooKeeperView",
     "ask_brokers",
     "observe",
     "volume_of",
@@ -65,10 +67,11 @@ def volume_of(log_dir: str) -> int | None:
 @dataclass(frozen=True)
 class StatefulSetView:
     """The brokers' StatefulSet: its replicas, the revision its pods should run, its
-        claim templates as volumes, the Cluster generation it was applied for (0: not
-        known), its resourceVersion and generation (the precondition of the next write: its
-    spec unchanged since) and whether it is
-        being deleted (made anew, its pods orphaned)."""
+    claim templates as volumes, the Cluster generation it was applied for (0: not
+    known), its resourceVersion and generation (the precondition of the next write: its
+    spec unchanged since), whether it is being deleted (made anew, its pods orphaned),
+    its pod template's annotations and the generation its controller has seen (its
+    ``update_revision`` is of an older spec until that is ``generation``)."""
 
     replicas: int
     update_revision: str | None
@@ -77,6 +80,31 @@ class StatefulSetView:
     resource_version: str
     generation: int = 0
     going: bool = False
+    template_annotations: Mapping[str, str] = field(default_factory=dict)
+    observed_generation: int = 0
+
+
+@dataclass(frozen=True)
+class ZooKeeperView:
+    """The Cluster's ZooKeeper StatefulSet (a rolling update, by its controller): its
+    pod template's annotations, and whether every server runs the template of its
+    current spec and is ready (:attr:`rolled`)."""
+
+    template_annotations: Mapping[str, str]
+    replicas: int
+    ready: int
+    current_revision: str | None
+    update_revision: str | None
+    generation: int
+    observed_generation: int
+
+    @property
+    def rolled(self) -> bool:
+        return (
+            self.observed_generation == self.generation
+            and self.current_revision == self.update_revision
+            and self.ready == self.replicas
+        )
 
     @property
     def templates(self) -> frozenset[int]:
@@ -180,6 +208,7 @@ class ClusterSnapshot:
     tls: TlsView = field(default_factory=TlsView)
     users: tuple[ObservedUser, ...] = ()
     broker_users: BrokerUsers | None = None  # None: not asked, or the brokers did not answer
+    zookeeper: ZooKeeperView | None = None  # None: external, or not made yet
 
     @property
     def running(self) -> int | None:
@@ -235,7 +264,14 @@ def observe(
     )
     users = observe_users(api, spec)
     snapshot = ClusterSnapshot(
-        statefulset, pods, zookeeper_ready, pod_volumes, local=local, tls=tls, users=users
+        statefulset,
+        pods,
+        zookeeper_ready,
+        pod_volumes,
+        local=local,
+        tls=tls,
+        users=users,
+        zookeeper=None if spec.zookeeper.external else _zookeeper(api, spec),
     )
     if not any(p.ready for p in pods):
         return snapshot
@@ -335,6 +371,28 @@ def _statefulset(api: client.ApiClient, spec: ClusterSpec) -> StatefulSetView | 
         resource_version=live.metadata.resource_version,
         generation=live.metadata.generation or 0,
         going=live.metadata.deletion_timestamp is not None,
+        template_annotations=dict(live.spec.template.metadata.annotations or {}),
+        observed_generation=(live.status.observed_generation if live.status else None) or 0,
+    )
+
+
+def _zookeeper(api: client.ApiClient, spec: ClusterSpec) -> ZooKeeperView | None:
+    live = kube.found(
+        client.AppsV1Api(api).read_namespaced_stateful_set,
+        names.zookeeper_statefulset(spec.name),
+        spec.namespace,
+    )
+    if live is None:
+        return None
+    status = live.status
+    return ZooKeeperView(
+        template_annotations=dict(live.spec.template.metadata.annotations or {}),
+        replicas=live.spec.replicas or 0,
+        ready=(status.ready_replicas if status else None) or 0,
+        current_revision=status.current_revision if status else None,
+        update_revision=status.update_revision if status else None,
+        generation=live.metadata.generation or 0,
+        observed_generation=(status.observed_generation if status else None) or 0,
     )
 
 

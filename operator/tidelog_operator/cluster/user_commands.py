@@ -17,7 +17,7 @@ from typing import Any
 from tidelog.admin.security import exact_filter
 from tidelog.security.certificates import CertificateAuthority
 from tidelog_operator import kube, names
-from tidelog_operator.builders.certificates import CA_CERT, CA_KEY
+from tidelog_operator.builders.certificates import CA_CERT, CA_KEY, GENERATION_ANNOTATION
 from tidelog_operator.cluster.command_base import Command, Context
 from tidelog_operator.user.plan import UserPlan
 from tidelog_operator.user.secret import scram_secret, tls_secret
@@ -54,7 +54,8 @@ class WriteScramSecret(Command):
 
 @dataclass(frozen=True)
 class IssueUserCertificate(Command):
-    """Issue a TLS user a certificate from the clients CA and write its Secret."""
+    """Issue a TLS user a certificate from the clients CA and write its Secret, marked
+    with the CA's generation (``tidelog.dev/ca-generation``)."""
 
     user: UserSpec
     owner: Mapping[str, Any] = field(repr=False)
@@ -87,16 +88,21 @@ def _write_scram(command: WriteScramSecret, context: Context) -> None:
 
 
 def _issue_certificate(command: IssueUserCertificate, context: Context) -> None:
-    authority_data = kube.secret_data(
+    ca_data, ca_annotations = kube.secret_with_annotations(
         context.api, context.namespace, names.clients_ca_secret(context.cluster)
     )
-    authority = CertificateAuthority.from_pem(authority_data[CA_CERT], authority_data[CA_KEY])
+    if not ca_data:
+        return  # no clients CA yet: the certificate step makes it
+    authority = CertificateAuthority.from_pem(ca_data[CA_CERT], ca_data[CA_KEY])
+    generation = ca_annotations.get(GENERATION_ANNOTATION, "0")
     bundle = kube.secret_data(
         context.api, context.namespace, names.cluster_ca_cert_secret(context.cluster)
     )[CA_CERT]
     issued = authority.issue(command.user.certificate_subject, valid_days=USER_CERTIFICATE_DAYS)
     store_password = secrets.token_urlsafe(24)
-    _apply(context, tls_secret(command.user, issued, bundle, store_password), command.owner)
+    secret = tls_secret(command.user, issued, bundle, store_password)
+    secret["metadata"].setdefault("annotations", {})[GENERATION_ANNOTATION] = generation
+    _apply(context, secret, command.owner)
 
 
 USER_HANDLERS = {

@@ -2,9 +2,10 @@
 ACLs, quotas and SCRAM credential made exactly the spec's (``user.plan``), and the
 User's Secret written (SCRAM: its password; TLS: a certificate from the clients CA)
 whenever it is missing, holds another password than the credential's, another
-certificate than a current one of the clients CA, or another ``ca.crt`` than the
-cluster CA's bundle. A deleted User has everything it had on the brokers removed (its
-Secret, which it owns, goes with it).
+certificate than a current one of the clients CA (or one of an older generation of it:
+``tidelog.dev/ca-generation``), or another ``ca.crt`` than the cluster CA's bundle. No
+certificate is issued while the clients CA's renewal holds its signing. A deleted User
+has everything it had on the brokers removed (its Secret, which it owns, goes with it).
 
 A User that cannot be served says why in its status (``user.status``'s problems): the
 Cluster without certificates or brokers that answer, a password Secret missing or
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidelog.security.certificates import CertificateFacts, certificates_in
+from tidelog_operator.builders.certificates import GENERATION_ANNOTATION
+from tidelog_operator.cluster.certificate_commands import CaKind
 from tidelog_operator.cluster.certificate_step import RENEWAL_DAYS, TlsView, bundle_fingerprints
 from tidelog_operator.cluster.command_base import Command
 from tidelog_operator.cluster.user_commands import IssueUserCertificate, SyncUser, WriteScramSecret
@@ -106,6 +109,13 @@ def _password(observed: ObservedUser, spec: UserSpec) -> tuple[str, bool] | prob
     return scram_password(referenced, held)
 
 
+def _older(observed: ObservedUser, tls: TlsView) -> bool:
+    """Whether the User's Secret is of an older clients CA generation than the CA's."""
+    annotations = observed.secret.metadata.annotations if observed.secret is not None else None
+    held = int((annotations or {}).get(GENERATION_ANNOTATION, "0"))
+    return held < tls.generation(CaKind.CLIENTS)
+
+
 def _decide(
     cluster: ClusterSpec,
     observed: ObservedUser,
@@ -113,6 +123,7 @@ def _decide(
     brokers: BrokerUsers | None,
     tls: TlsView,
     now: datetime.datetime,
+    paused: bool,
 ) -> UserDecision:
     if observed.secret is not None and not owned_by(observed.secret.metadata.labels, spec):
         return UserDecision(observed, spec, problem=problems.secret_not_owned(spec))
@@ -146,7 +157,8 @@ def _decide(
     owner = _owner(observed.body)
     if spec.scram and (observed.secret is None or changed or stale_trust):
         commands.append(WriteScramSecret(spec, owner, password))
-    if not spec.scram and (stale_trust or not _certificate_current(data, tls, now)):
+    stale = stale_trust or not _certificate_current(data, tls, now) or _older(observed, tls)
+    if not spec.scram and not paused and stale:
         commands.append(IssueUserCertificate(spec, owner))
     return UserDecision(observed, spec, tuple(commands))
 
@@ -157,15 +169,17 @@ def user_step(
     brokers: BrokerUsers | None,
     tls: TlsView,
     now: datetime.datetime,
+    paused: bool = False,
 ) -> tuple[UserDecision, ...]:
     """Each User's decision; a deleted User's is to remove what it has on the brokers
-    (which waits for brokers that answer)."""
+    (which waits for brokers that answer). ``paused``: the clients CA's renewal holds
+    its signing (no certificate is issued)."""
     decisions = []
     for observed in users:
         body = observed.body
         spec = parse_user(observed.name, cluster.namespace, body.get("spec") or {})
         if not observed.deleting:
-            decisions.append(_decide(cluster, observed, spec, brokers, tls, now))
+            decisions.append(_decide(cluster, observed, spec, brokers, tls, now, paused))
             continue
         if brokers is None:
             waiting = problems.cluster_not_ready(spec, "brokers that answer")
