@@ -103,6 +103,7 @@ class Reason:
     HEALTHY = "Healthy"
     INVALID_CONFIG = "InvalidConfig"
     CONFIG_APPLIED = "ConfigApplied"
+    CA_RENEWAL = "CaRenewal"  # an event: a CA's renewal started, moved on a step or ended
     # Topic
     CLUSTER_NOT_FOUND = "ClusterNotFound"
     CREATE_FAILED = "CreateFailed"

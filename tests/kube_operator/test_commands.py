@@ -8,7 +8,12 @@ import datetime
 
 import pytest
 
-from tidelog_operator.cluster import certificate_commands, commands, user_commands
+from tidelog_operator.cluster import (
+    ca_renewal_commands,
+    certificate_commands,
+    commands,
+    user_commands,
+)
 from tidelog_operator.cluster.commands import HANDLERS, Command, Context, carry_out
 from tidelog_operator.cluster.scale_step import _carry
 from tidelog_operator.cluster.scaling import ScaleAction, ScaleDecision
@@ -31,7 +36,7 @@ BROKERS = BrokersView(
 def test_every_command_type_has_a_handler():
     defined = {
         value
-        for module in (commands, certificate_commands, user_commands)
+        for module in (commands, certificate_commands, user_commands, ca_renewal_commands)
         for value in vars(module).values()
         if isinstance(value, type)
         and issubclass(value, Command)

@@ -29,6 +29,7 @@ from tidelog.admin.moves import BROKER_THROTTLE_RATES, FOLLOWER_REPLICAS, LEADER
 from tidelog.admin.topics import ElectionType
 from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import kube, names
+from tidelog_operator.cluster.ca_renewal_commands import RENEWAL_HANDLERS
 from tidelog_operator.cluster.certificate_commands import TLS_HANDLERS
 from tidelog_operator.cluster.command_base import Command, Context
 from tidelog_operator.cluster.user_commands import USER_HANDLERS
@@ -297,6 +298,7 @@ HANDLERS: dict[type[Command], Callable[[Any, Context], Any]] = {
     FinishReassignment: _finish,
     **TLS_HANDLERS,
     **USER_HANDLERS,
+    **RENEWAL_HANDLERS,
 }
 
 

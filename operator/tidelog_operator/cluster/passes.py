@@ -8,9 +8,16 @@ what is current. The StatefulSet is written only through ``ApplyChildren``, whos
 precondition is the StatefulSet's generation in the snapshot: a decision taken on an
 older StatefulSet spec fails to write rather than undo a newer one.
 
+Each CA's renewal (``ca_renewal``) is decided first, on what ``ca_observe`` makes of
+the snapshot: its commands come before the certificate step's, which signs no leaf of a
+CA whose renewal holds its signing; its record goes to ``status.certificates``. A spec
+that cannot be read (a maintenance window that is not a cron expression) is said in
+ConfigValid, and nothing else is done.
+
 Events: each act the user should see (a restart, a drain, a movement started or
-finished, a refusal seen first), and, when Progressing's reason or message changes and
-no such event said it, the new one; the same line goes to the log.
+finished, a refusal seen first, a CA's renewal started, moved on a step or ended), and,
+when Progressing's reason or message changes and no such event said it, the new one;
+the same line goes to the log.
 """
 
 from __future__ import annotations
@@ -32,7 +39,14 @@ from tidelog.protocol.errors import ProtocolError
 from tidelog_operator import conditions, kube, names
 from tidelog_operator.builders.brokers import node_reader_binding
 from tidelog_operator.cluster.balance import REBALANCE_ANNOTATION, requested, unknown_request
-from tidelog_operator.cluster.certificate_step import certificate_step, zookeeper_issue
+from tidelog_operator.cluster.ca_observe import ca_observed
+from tidelog_operator.cluster.ca_renewal import CaPolicy, RenewalStep, renewal_step, status_key
+from tidelog_operator.cluster.certificate_commands import CaKind
+from tidelog_operator.cluster.certificate_step import (
+    ca_trust_markers,
+    certificate_step,
+    zookeeper_issue,
+)
 from tidelog_operator.cluster.children import desired_children
 from tidelog_operator.cluster.command_base import Event
 from tidelog_operator.cluster.commands import (
@@ -51,7 +65,13 @@ from tidelog_operator.cluster.rolling import RollAction
 from tidelog_operator.cluster.scale_step import MOVE, ScaleStep, scale_step
 from tidelog_operator.cluster.scaling import ScaleAction, ScaleDecision, brokers_to_run
 from tidelog_operator.cluster.snapshot import GENERATION_ANNOTATION, ClusterSnapshot, observe
-from tidelog_operator.cluster.status import Election, PassOutcome, cluster_status, progress
+from tidelog_operator.cluster.status import (
+    Election,
+    PassOutcome,
+    cluster_status,
+    invalid_spec_status,
+    progress,
+)
 from tidelog_operator.cluster.user_pass import serve_users
 from tidelog_operator.cluster.user_step import user_step
 from tidelog_operator.cluster.volume_step import needs_draining_dirs, volume_step, volumes_to_mount
@@ -60,7 +80,7 @@ from tidelog_operator.conditions import Reason
 from tidelog_operator.names import GROUP, VERSION
 from tidelog_operator.spec import ClusterSpec, parse_cluster
 
-__all__ = ["Event", "cluster_lock", "kopf_event", "run_pass"]
+__all__ = ["Event", "cluster_lock", "kopf_event", "renewal_events", "run_pass"]
 
 logger = logging.getLogger(__name__)
 
@@ -142,9 +162,13 @@ def _pass(
     tell: Callable[[dict[str, Any], Event], None],
 ) -> bool:
     meta = cluster["metadata"]
-    spec = parse_cluster(meta["name"], meta["namespace"], cluster.get("spec") or {})
     status = cluster.get("status") or {}
     generation = meta.get("generation", 0)
+    try:
+        spec = parse_cluster(meta["name"], meta["namespace"], cluster.get("spec") or {})
+    except ValueError as error:
+        _refuse_spec(api, cluster, str(error), generation, now, tell)
+        return False
     admins: list[AdminClient] = []
 
     def admin() -> AdminClient:
@@ -174,9 +198,19 @@ def _pass(
     brokers = scale.shrink_to or brokers_to_run(spec.brokers.replicas, snapshot.running)
     mount = volumes_to_mount(spec, volumes.decision.mount, snapshot.known_volumes)
     served = snapshot.brokers.served if snapshot.brokers is not None else {}
-    tls = certificate_step(spec, snapshot.tls, max(brokers, snapshot.running or 0), now, served)
+    recorded = status.get("certificates") or {}
+    observed = ca_observed(spec, snapshot, recorded)
+    renewals = {
+        kind: renewal_step(observed[kind], CaPolicy.of(spec.certificates, kind), now)
+        for kind in CaKind
+    }
+    paused = frozenset(kind for kind, step in renewals.items() if step.signing_paused)
+    tls = certificate_step(
+        spec, snapshot.tls, max(brokers, snapshot.running or 0), now, served, paused
+    )
     issued = zookeeper_issue(snapshot.tls, tls)
-    apply = _apply_children(spec, cluster, snapshot, brokers, mount, generation, issued)
+    markers = ca_trust_markers(snapshot.tls)
+    apply = _apply_children(spec, cluster, snapshot, brokers, mount, generation, issued, markers)
     local = local_step(snapshot.local, spec)
     binding = node_reader_binding(spec, NODE_READER_ROLE)
     cluster_scoped = (ApplyObjects((binding,)),) if binding is not None else ()
@@ -194,6 +228,7 @@ def _pass(
     steps = (
         *cluster_scoped,
         *local.commands,
+        *(command for step in renewals.values() for command in step.commands),
         *tls,
         apply,
         *roll.commands,
@@ -208,13 +243,21 @@ def _pass(
         if isinstance(command, ElectPreferredLeaders | FinishReassignment):
             trigger = command.trigger if isinstance(command, ElectPreferredLeaders) else "Move"
             election = Election(trigger, outcome)
-    users = user_step(spec, snapshot.users, snapshot.broker_users, snapshot.tls, now)
+    users = user_step(
+        spec, snapshot.users, snapshot.broker_users, snapshot.tls, now, CaKind.CLIENTS in paused
+    )
     serve_users(api, users, lambda command: _carry(command, context)[0], _stamp(now), tell)
     unknown = unknown_request(annotations)
     if scale.handled or unknown is not None:
         kube.remove_annotation(api, "clusters", spec.namespace, spec.name, REBALANCE_ANNOTATION)
-    outcome = PassOutcome(children.config, roll, volumes, scale, election, applied)
+    records = {
+        status_key(kind): step.record.as_status()
+        for kind, step in renewals.items()
+        if step.record is not None
+    }
+    outcome = PassOutcome(children.config, roll, volumes, scale, election, applied, records)
     events = _local_events(local) + _events(outcome, status, unknown, generation)
+    events += renewal_events(renewals, recorded)
     before = _progressing(status)
     kube.patch_status(
         api,
@@ -237,7 +280,47 @@ def _pass(
     draining = volumes.decision.action in (VolumeAction.DRAIN, VolumeAction.WAIT) and bool(
         volumes.decision.volumes
     )
-    return moving.holds or draining
+    renewing = any(
+        step.record is not None and step.record.renewal is not None for step in renewals.values()
+    )
+    return moving.holds or draining or renewing
+
+
+def _refuse_spec(
+    api: client.ApiClient,
+    cluster: dict[str, Any],
+    message: str,
+    generation: int,
+    now: datetime.datetime,
+    tell: Callable[[dict[str, Any], Event], None],
+) -> None:
+    """Say in ConfigValid (and, when the condition changes, an event) why the spec
+    cannot be read."""
+    meta = cluster["metadata"]
+    written = kube.patch_status(
+        api,
+        "clusters",
+        meta["namespace"],
+        meta["name"],
+        lambda current: invalid_spec_status(
+            current, message, generation=generation, now=_stamp(now)
+        ),
+    )
+    if written:
+        logger.info("cluster %s/%s: not applied: %s", meta["namespace"], meta["name"], message)
+        tell(cluster, Event(True, Reason.INVALID_CONFIG, f"not applied: {message}"))
+
+
+def renewal_events(renewals: dict[CaKind, RenewalStep], recorded: dict[str, Any]) -> list[Event]:
+    """An event for each CA whose renewal started, moved on a step, or ended (the
+    recorded step against the new record's)."""
+    events = []
+    for kind, step in renewals.items():
+        before = (recorded.get(status_key(kind)) or {}).get("renewal") or {}
+        after = step.record.renewal if step.record is not None else None
+        if before.get("step") != (after.phase.value if after is not None else None):
+            events.append(Event(False, Reason.CA_RENEWAL, step.reason))
+    return events
 
 
 def _carry(command: Command, context: Context) -> tuple[bool, Any]:
@@ -272,13 +355,16 @@ def _apply_children(
     volumes: tuple,
     generation: int,
     zookeeper_certificates: int,
+    ca_trust: tuple[str, str] | None = None,
 ) -> Command:
     """The children with ``brokers`` brokers on ``volumes``, owned by the Cluster, the
-    StatefulSet marked with the generation it is applied for."""
+    StatefulSet marked with the generation it is applied for; ``ca_trust``: the pod
+    templates' trust markers (``certificate_step.ca_trust_markers``)."""
     running = replace(spec.brokers, replicas=brokers)
     objects = desired_children(
         replace(spec, brokers=running, volumes=volumes),
         zookeeper_certificates=zookeeper_certificates,
+        ca_trust=ca_trust,
     ).objects
     statefulset = names.brokers_statefulset(spec.name)
     for obj in objects:

@@ -1,8 +1,9 @@
 """The Cluster's whole status after a pass, from one function (pure): what the snapshot
 shows (brokers, their pods, disks and replica counts, partition health, the
 controller), the records of the steps (``rolling``, ``volumes``, ``rebalance``,
-``leaderElection``) and the four conditions with the reasons ``conditions.py``
-documents. ``kube.patch_status`` writes it, only when it changes.
+``leaderElection``, each CA's under ``certificates``) and the four conditions with the
+reasons ``conditions.py`` documents. ``kube.patch_status`` writes it, only when it
+changes.
 
 ``Progressing`` is set here alone and says what the operator is doing or waiting for,
 first match wins: a roll given up (False, ``RollingRestartStuck``); the brokers being
@@ -19,7 +20,7 @@ Degraded stays as last seen.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tidelog_operator import conditions
@@ -35,7 +36,14 @@ from tidelog_operator.cluster.volume_step import VolumeStep
 from tidelog_operator.conditions import Reason
 from tidelog_operator.spec import ClusterSpec
 
-__all__ = ["Election", "PassOutcome", "Progress", "cluster_status", "progress"]
+__all__ = [
+    "Election",
+    "PassOutcome",
+    "Progress",
+    "cluster_status",
+    "invalid_spec_status",
+    "progress",
+]
 
 _REFUSALS = {
     ScaleAction.REFUSE_SCALE_DOWN: Reason.SCALE_DOWN_REFUSED,
@@ -61,6 +69,8 @@ class PassOutcome:
     scale: ScaleStep
     election: Election | None = None
     children_applied: bool = True  # False: ConfigValid stays as last written
+    # each CA's record under ``status.certificates`` (``ca_renewal.CaRecord.as_status``)
+    certificates: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -131,6 +141,8 @@ def cluster_status(
         record = election_record(brokers, outcome.election.trigger, outcome.election.elected, now)
         if outcome.election.trigger in ("Schedule", "Request"):
             status[LEADERS] = record
+    if outcome.certificates:
+        status["certificates"] = {**(status.get("certificates") or {}), **outcome.certificates}
     counts = {} if brokers is None else brokers.replicas_per_broker()
     registered = set() if brokers is None else set(brokers.racks)
     status.update(
@@ -281,3 +293,22 @@ def _progress(status: Mapping[str, Any], moving: Progress) -> str:
         f": {move['partitionsDone']}/{move['partitions']} partitions, "
         f"{move['bytesDone']}/{move['bytes']} bytes"
     )
+
+
+def invalid_spec_status(
+    current: Mapping[str, Any], message: str, *, generation: int, now: str
+) -> dict[str, Any]:
+    """The status of a Cluster whose spec cannot be read (a maintenance window that is
+    not a cron expression): ConfigValid False with ``message``, the rest as it was (the
+    pass decides nothing on a spec it cannot read)."""
+    status = dict(current)
+    status["conditions"] = conditions.set_condition(
+        status.get("conditions", []),
+        conditions.CONFIG_VALID,
+        False,
+        Reason.INVALID_CONFIG,
+        message,
+        generation=generation,
+        now=now,
+    )
+    return status
