@@ -213,6 +213,17 @@ def test_each_ca_is_observed_with_its_own_trust_leaves_and_pods():
     # the Cluster's own ensemble: its servers' Secret is of generation 0, it is not rolled
     own = ca_observed(SPEC, snapshot, {})[CaKind.CLUSTER]
     assert not own.leaves_current and not own.rolled
+    # the operator's credentials, or the clients CA's bundle, lag the cluster CA's bundle
+    for lagging in (
+        {"operator_trust": frozenset({facts(CLUSTER_CA).sha256_fingerprint})},
+        {"clients_trust": frozenset({clients, facts(CLUSTER_CA).sha256_fingerprint})},
+    ):
+        behind = ClusterSnapshot(None, (), True, tls=TlsView(**{**vars(tls), **lagging}))
+        assert ca_observed(EXTERNAL, behind, {})[CaKind.CLUSTER].trusted == frozenset()
+    agreed = ClusterSnapshot(
+        None, (), True, tls=TlsView(**{**vars(tls), "operator_trust": cluster})
+    )
+    assert ca_observed(EXTERNAL, agreed, {})[CaKind.CLUSTER].trusted == cluster
 
 
 def test_a_tls_users_certificate_of_an_older_clients_ca_is_reissued_unless_paused():

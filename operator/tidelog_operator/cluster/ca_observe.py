@@ -3,7 +3,10 @@
 :func:`~ca_renewal.renewal_step` to decide on.
 
 - ``trusted``: the fingerprints of the CA's certificates in its bundle (the clients
-  CA's: ``<c>-clients-ca-cert`` without the cluster CA's bundle in it);
+  CA's: ``<c>-clients-ca-cert`` without the cluster CA's bundle in it). The cluster CA
+  is trusted in three places, its bundle, the clients CA's (the brokers' health checks)
+  and the operator's credentials (which reach the brokers): none is counted trusted
+  while they disagree, so that no step goes on before all three are written;
 - ``rolled``: every pod that trusts the CA runs the pod template that carries the
   current trust marker (``certificate_step.ca_trust_markers``) and is ready. The
   brokers trust both CAs: their StatefulSet's template carries the marker, its
@@ -105,6 +108,14 @@ def users_current(spec: ClusterSpec, snapshot: ClusterSnapshot, generation: int)
     return True
 
 
+def _cluster_trusted(tls: TlsView) -> frozenset[str]:
+    """What every trust of the cluster CA holds; nothing while they disagree."""
+    trusts = [tls.cluster_trust, tls.clients_trust - tls.bundle(CaKind.CLIENTS)]
+    if tls.operator_trust is not None:
+        trusts.append(tls.operator_trust)
+    return tls.cluster_trust if all(t == tls.cluster_trust for t in trusts) else frozenset()
+
+
 def _cluster_leaves_current(spec: ClusterSpec, tls: TlsView) -> bool:
     generation = tls.generation(CaKind.CLUSTER)
     zookeeper = spec.zookeeper.external or tls.zookeeper_generation >= generation
@@ -124,7 +135,7 @@ def ca_observed(
     observed = {}
     for kind in CaKind:
         if kind is CaKind.CLUSTER:
-            trusted = tls.cluster_trust
+            trusted = _cluster_trusted(tls)
             rolled = brokers and zookeeper_rolled(spec, snapshot, zookeeper_marker)
             leaves = _cluster_leaves_current(spec, tls)
             served = served_current(spec, snapshot)
