@@ -129,9 +129,8 @@ def _bundle(context: Context, kind: CaKind) -> tuple[bytes, int]:
     """The ``kind`` CA's certificates to trust (current, then previous) and its
     generation, from its own Secret."""
     data, annotations = _read_secret(context, _ca_names(kind, context.spec.name)[0])
-    return data[certificates.CA_CERT] + data.get(certificates.PREVIOUS_CERT, b""), _generation(
-        annotations
-    )
+    trusted = data[certificates.CA_CERT] + data.get(certificates.PREVIOUS_CERT, b"")
+    return trusted, _generation(annotations)
 
 
 def _leaf_generation(
