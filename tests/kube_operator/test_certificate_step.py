@@ -279,6 +279,13 @@ def test_a_paused_ca_signs_no_leaf_and_its_brokers_reload_nothing_meanwhile():
     )
     served = {i: leaf.sha256_fingerprint for i, leaf in enumerate(view.brokers.values())}
     assert certificate_step(SPEC, view, 3, NOW, served, frozenset({CaKind.CLUSTER})) == ()
+    # but a new broker, or credentials gone, get theirs: a pod cannot start without one,
+    # and the renewal waits for every pod
+    gone = TlsView(**{**vars(view), "operator": None})
+    assert certificate_step(SPEC, gone, 4, NOW, served, frozenset({CaKind.CLUSTER})) == (
+        IssueBrokerCertificates((3,)),
+        IssueOperatorCredentials(),
+    )
     # the clients CA paused does not hold the cluster CA's leaves
     assert certificate_step(SPEC, view, 3, NOW, served, frozenset({CaKind.CLIENTS})) == (
         IssueBrokerCertificates((0, 1, 2)),

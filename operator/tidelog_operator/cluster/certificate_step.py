@@ -224,18 +224,23 @@ def _ordinal(pod: str) -> int:
     return int(pod.rsplit("-", 1)[1])
 
 
-def _stale_ordinals(
+def _to_issue(
     entries: Mapping[str, CertificateFacts],
     count: int,
     pod: Callable[[int], str],
     hosts: Callable[[int], list[str]],
     ca: CertificateFacts | None,
     older: bool,
+    signing: bool,
     now: datetime.datetime,
 ) -> tuple[int, ...]:
     """The ordinals below ``count`` whose leaf is stale; every one, and every entry of
     the Secret besides, when the Secret is of an older CA generation (``older``), so that
-    the reissue covers the whole Secret, which then carries the current generation."""
+    the reissue covers the whole Secret, which then carries the current generation.
+    While the CA's signing is paused (not ``signing``), only those that have no leaf at
+    all: a pod cannot start without one, and the renewal waits for every pod."""
+    if not signing:
+        return tuple(i for i in range(count) if pod(i) not in entries)
     stale = {i for i in range(count) if older or _stale(entries.get(pod(i)), ca, hosts(i), now)}
     if older:
         stale |= {_ordinal(name) for name in entries}
@@ -258,8 +263,9 @@ def certificate_step(
 
     The bundles follow the CA Secrets (current and previous certificate); a leaf is
     stale too when its Secret is of an older CA generation; no leaf of a CA in
-    ``paused`` is issued (its renewal waits for the new CA to be trusted everywhere),
-    while the operator's credentials trust what the cluster CA's bundle trusts."""
+    ``paused`` is issued again (its renewal waits for the new CA to be trusted
+    everywhere), only those missing; the operator's credentials trust what the cluster
+    CA's bundle trusts."""
     commands: list[TlsCommand] = []
     if view.cluster_ca is None:
         commands.append(IssueCa(CaKind.CLUSTER))
@@ -272,33 +278,35 @@ def certificate_step(
         commands.append(WriteClientsTrust())
     signing = CaKind.CLUSTER not in paused
     generation = view.generation(CaKind.CLUSTER)
-    stale = _stale_ordinals(
+    stale = _to_issue(
         view.brokers,
         running,
         lambda i: names.broker_pod(spec.name, i),
         lambda i: broker_hosts(spec, i),
         view.cluster_ca,
         view.broker_generation < generation,
+        signing,
         now,
     )
-    if stale and signing:
+    if stale:
         commands.append(IssueBrokerCertificates(stale))
     servers = 0 if spec.zookeeper.external else spec.zookeeper.replicas
-    stale_servers = _stale_ordinals(
+    stale_servers = _to_issue(
         view.zookeeper,
         servers,
         lambda i: f"{names.zookeeper_statefulset(spec.name)}-{i}",
         lambda i: zookeeper_hosts(spec, i),
         view.cluster_ca,
         servers > 0 and view.zookeeper_generation < generation,
+        signing,
         now,
     )
-    if stale_servers and signing:
+    if stale_servers:
         commands.append(IssueZooKeeperCertificates(stale_servers))
     operator_stale = (
         _stale(view.operator, view.cluster_ca, [], now) or view.operator_generation < generation
     )
-    if operator_stale and signing:
+    if view.operator is None or (operator_stale and signing):
         commands.append(IssueOperatorCredentials())
     elif (
         view.operator is not None
@@ -306,12 +314,11 @@ def certificate_step(
         and view.operator_trust != cluster_bundle
     ):
         commands.append(WriteOperatorTrust())
-    issuing = set(stale) if signing else set()
     outdated = tuple(
         broker_id
         for broker_id, fingerprint in sorted((served or {}).items())
         if (leaf := view.brokers.get(names.broker_pod(spec.name, broker_id))) is not None
-        and broker_id not in issuing
+        and broker_id not in stale
         and leaf.sha256_fingerprint != fingerprint
     )
     if outdated:
