@@ -132,11 +132,11 @@ def run_pass(
     now: Callable[[], datetime.datetime] | None = None,
     tell: Callable[[dict[str, Any], Event], None] = kopf_event,
 ) -> bool:
-    """One pass over the Cluster, under its lock; whether a roll, a drain of volumes or
-    a scaling is under way after it (the daemon then looks again soon). ``admin`` makes
-    the brokers' admin client (by default from the operator's credentials for the
-    Cluster, ``cluster_client``; tests point it at brokers outside Kubernetes); ``tell``
-    posts an event (each also goes to the log)."""
+    """One pass over the Cluster, under its lock; whether a roll, a drain of volumes, a
+    scaling or a CA's renewal is under way after it (the daemon then looks again soon).
+    ``admin`` makes the brokers' admin client (by default from the operator's
+    credentials for the Cluster, ``cluster_client``; tests point it at brokers outside
+    Kubernetes); ``tell`` posts an event (each also goes to the log)."""
     api = api or kube.api()
     make_admin = admin or (lambda spec: cluster_admin(spec.namespace, spec.name, api))
     clock = now or (lambda: datetime.datetime.now(datetime.UTC))
