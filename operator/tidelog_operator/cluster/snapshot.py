@@ -83,6 +83,10 @@ class StatefulSetView:
     template_annotations: Mapping[str, str] = field(default_factory=dict)
     observed_generation: int = 0
 
+    @property
+    def templates(self) -> frozenset[int]:
+        return frozenset(self.volumes)
+
 
 @dataclass(frozen=True)
 class ZooKeeperView:
@@ -105,10 +109,6 @@ class ZooKeeperView:
             and self.current_revision == self.update_revision
             and self.ready == self.replicas
         )
-
-    @property
-    def templates(self) -> frozenset[int]:
-        return frozenset(self.volumes)
 
 
 @dataclass(frozen=True)
