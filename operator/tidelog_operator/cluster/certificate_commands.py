@@ -19,8 +19,6 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes import client
-
 from tidelog.admin.topics import AlterConfigOp, ConfigResourceType, OpType
 from tidelog.security.certificates import CertificateAuthority
 from tidelog_operator import kube, names
