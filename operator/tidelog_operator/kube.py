@@ -85,23 +85,40 @@ def _path(api_version: str, kind: str, name: str, namespace: str | None) -> str:
     return f"{prefix}{scope}/{plural}/{name}"
 
 
-def apply(api: client.ApiClient, obj: dict[str, Any]) -> dict[str, Any]:
-    """Server-side apply of ``obj`` as the operator (conflicting fields are taken)."""
-    meta = obj["metadata"]
-    path = _path(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+def _patch(
+    api: client.ApiClient, path: str, content_type: str, body: dict[str, Any], force: bool
+) -> dict[str, Any]:
     return api.call_api(
         path,
         "PATCH",
-        query_params=[("fieldManager", FIELD_MANAGER), ("force", "true")],
-        header_params={
-            "Content-Type": "application/apply-patch+yaml",
-            "Accept": "application/json",
-        },
-        body=obj,
+        query_params=[("fieldManager", FIELD_MANAGER), *([("force", "true")] if force else [])],
+        header_params={"Content-Type": content_type, "Accept": "application/json"},
+        body=body,
         response_type="object",
         auth_settings=["BearerToken"],
         _return_http_data_only=True,
     )
+
+
+def apply(api: client.ApiClient, obj: dict[str, Any]) -> dict[str, Any]:
+    """Server-side apply of ``obj`` as the operator (conflicting fields are taken)."""
+    meta = obj["metadata"]
+    path = _path(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+    return _patch(api, path, "application/apply-patch+yaml", obj, force=True)
+
+
+def merge_patch(
+    api: client.ApiClient,
+    api_version: str,
+    kind: str,
+    name: str,
+    namespace: str | None,
+    body: dict[str, Any],
+) -> dict[str, Any]:
+    """A JSON merge patch of one object (``None`` values remove their key): for keys
+    that server-side apply would not remove because another manager owns them too."""
+    path = _path(api_version, kind, name, namespace)
+    return _patch(api, path, "application/merge-patch+json", body, force=False)
 
 
 def found(read: Callable[..., Any], *args: Any) -> Any | None:

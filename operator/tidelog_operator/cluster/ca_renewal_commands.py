@@ -30,8 +30,6 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes import client
-
 from tidelog.security.certificates import CertificateAuthority
 from tidelog_operator import kube, names
 from tidelog_operator.builders import certificates
@@ -89,42 +87,23 @@ def _validity_days(context: Context, kind: CaKind) -> int:
     return (spec.cluster_ca if kind is CaKind.CLUSTER else spec.clients_ca).validity_days
 
 
-def _read(context: Context, name: str) -> client.V1Secret | None:
-    core = client.CoreV1Api(context.api)
-    return kube.found(core.read_namespaced_secret, name, context.spec.namespace)
-
-
-def _data(secret: client.V1Secret) -> dict[str, bytes]:
-    return {key: base64.b64decode(value) for key, value in (secret.data or {}).items()}
+def _secret(context: Context, name: str) -> tuple[dict[str, bytes], dict[str, str]]:
+    return kube.secret_with_annotations(context.api, context.namespace, name)
 
 
 def _merge_patch(context: Context, name: str, body: dict[str, Any]) -> None:
     """A JSON merge patch of Secret ``name`` (``None`` values remove their key)."""
-    context.api.call_api(
-        f"/api/v1/namespaces/{context.spec.namespace}/secrets/{name}",
-        "PATCH",
-        query_params=[("fieldManager", kube.FIELD_MANAGER)],
-        header_params={
-            "Content-Type": "application/merge-patch+json",
-            "Accept": "application/json",
-        },
-        body=body,
-        response_type="object",
-        auth_settings=["BearerToken"],
-        _return_http_data_only=True,
-    )
+    kube.merge_patch(context.api, "v1", "Secret", name, context.namespace, body)
 
 
 def _renew(command: RenewCa, context: Context) -> None:
     spec = context.spec
     name = _secret_name(command.kind, spec.name)
-    secret = _read(context, name)
-    if secret is None:
+    data, annotations = _secret(context, name)
+    if not data:
         return  # no CA to renew: the certificate step makes one
-    annotations = secret.metadata.annotations or {}
     generation = int(annotations.get(certificates.GENERATION_ANNOTATION, "0"))
     if generation < command.to:
-        data = _data(secret)
         current = CertificateAuthority.from_pem(
             data[certificates.CA_CERT], data[certificates.CA_KEY]
         )
@@ -149,8 +128,7 @@ def _renew(command: RenewCa, context: Context) -> None:
 
 def _forget_previous(command: ForgetPreviousCa, context: Context) -> None:
     name = _secret_name(command.kind, context.spec.name)
-    secret = _read(context, name)
-    if secret is not None and PREVIOUS_CERT in (secret.data or {}):
+    if PREVIOUS_CERT in _secret(context, name)[0]:
         _merge_patch(context, name, {"data": {PREVIOUS_CERT: None}})
 
 
