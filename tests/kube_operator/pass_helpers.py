@@ -1,6 +1,7 @@
-"""What tests that call the Cluster pass directly share: a pass over Cluster ``events``
-with no broker to ask, and a broker pod marked ready through the API as a kubelet would
-mark it (no kubelet runs against the test control plane)."""
+"""What tests that call the Cluster pass directly share: a small Cluster made through the
+API, a pass over Cluster ``events`` with no broker to ask, and a broker pod marked ready
+through the API as a kubelet would mark it (no kubelet runs against the test control
+plane)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,30 @@ from kubernetes import client
 
 from tidelog_operator import kube, names
 from tidelog_operator.cluster import passes
+from tidelog_operator.names import GROUP, VERSION
 from waiting import wait_until
 
-__all__ = ["mark_broker_ready", "pass_without_brokers"]
+__all__ = ["create_cluster", "mark_broker_ready", "pass_without_brokers"]
+
+
+def create_cluster(kube_api, namespace: str, replicas: int = 1, **spec) -> dict:
+    """Cluster ``events``: ``replicas`` brokers on one 1Gi volume each, an external
+    ZooKeeper (no ensemble of its own to make), and ``spec``'s fields beside or instead
+    of those."""
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Cluster",
+        "metadata": {"name": "events"},
+        "spec": {
+            "brokers": {"replicas": replicas},
+            "storage": {"volumes": [{"id": 0, "size": "1Gi"}]},
+            "zookeeper": {"connect": "zookeeper.example:2181"},
+            **spec,
+        },
+    }
+    return client.CustomObjectsApi(kube_api).create_namespaced_custom_object(
+        GROUP, VERSION, namespace, "clusters", body
+    )
 
 
 def pass_without_brokers(kube_api, namespace: str, cluster: str = "events") -> None:

@@ -26,7 +26,7 @@ import base64
 import pytest
 from kubernetes import client
 
-from kube_operator.pass_helpers import mark_broker_ready
+from kube_operator.pass_helpers import create_cluster, mark_broker_ready
 from tidelog.security.certificates import CertificateFacts, certificates_in
 from tidelog_operator import names
 from tidelog_operator.cluster import passes
@@ -108,19 +108,7 @@ class World:
 @pytest.fixture
 def world(tidelog_crds, kube_api, kube_namespace) -> World:
     """The Cluster made by a first pass, its broker pod ready, and a second pass."""
-    body = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Cluster",
-        "metadata": {"name": "events"},
-        "spec": {
-            "brokers": {"replicas": 1},
-            "storage": {"volumes": [{"id": 0, "size": "1Gi"}]},
-            "zookeeper": {"connect": "zookeeper.example:2181"},
-        },
-    }
-    client.CustomObjectsApi(kube_api).create_namespaced_custom_object(
-        GROUP, VERSION, kube_namespace, "clusters", body
-    )
+    create_cluster(kube_api, kube_namespace)
     made = World(kube_api, kube_namespace)
     made.run()
     assert made.template_trust() == "cluster=0,clients=0"
@@ -211,19 +199,7 @@ def test_the_cluster_ca_is_trusted_first_then_its_leaves_are_reissued(world):
 def test_a_maintenance_window_that_is_no_cron_expression_is_said_in_config_valid(
     tidelog_crds, kube_api, kube_namespace
 ):
-    body = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Cluster",
-        "metadata": {"name": "events"},
-        "spec": {
-            "storage": {"volumes": [{"id": 0, "size": "1Gi"}]},
-            "zookeeper": {"connect": "zookeeper.example:2181"},
-            "certificates": {"maintenanceWindows": ["* 25 * * *"]},
-        },
-    }
-    client.CustomObjectsApi(kube_api).create_namespaced_custom_object(
-        GROUP, VERSION, kube_namespace, "clusters", body
-    )
+    create_cluster(kube_api, kube_namespace, certificates={"maintenanceWindows": ["* 25 * * *"]})
     world = World(kube_api, kube_namespace)
     world.run()
     (valid,) = [c for c in world.status()["conditions"] if c["type"] == "ConfigValid"]

@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives.serialization import Encoding
 from kubernetes import client
 
-from kube_operator.pass_helpers import pass_without_brokers
+from kube_operator.pass_helpers import create_cluster, pass_without_brokers
 from tidelog.security.certificates import (
     CertificateFacts,
     certificate_facts,
@@ -45,20 +45,7 @@ def _leaf(chain_pem: bytes) -> CertificateFacts:
 
 @pytest.fixture
 def cluster(tidelog_crds, kube_api, kube_namespace) -> dict:
-    body = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Cluster",
-        "metadata": {"name": "events"},
-        "spec": {
-            "brokers": {"replicas": 2},
-            "listeners": LISTENERS,
-            "storage": {"volumes": [{"id": 0, "size": "1Gi"}]},
-            "zookeeper": {"connect": "zookeeper.example:2181"},
-        },
-    }
-    return client.CustomObjectsApi(kube_api).create_namespaced_custom_object(
-        GROUP, VERSION, kube_namespace, "clusters", body
-    )
+    return create_cluster(kube_api, kube_namespace, replicas=2, listeners=LISTENERS)
 
 
 def test_the_first_pass_makes_every_secret_and_a_second_changes_none(

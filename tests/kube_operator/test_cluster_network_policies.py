@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from kube_operator.pass_helpers import pass_without_brokers
+from kube_operator.pass_helpers import create_cluster, pass_without_brokers
 
 GROUP, VERSION = "tidelog.dev", "v1alpha1"
 ORDERS = {"podSelector": {"matchLabels": {"app": "orders"}}}
@@ -31,24 +31,12 @@ OFFICE = {"ipBlock": {"cidr": "192.0.2.0/24", "except": ["192.0.2.7/32"]}}
 def cluster(tidelog_crds, kube_api, kube_namespace, monkeypatch) -> dict:
     monkeypatch.setenv("TIDELOG_OPERATOR_NAMESPACE", "tidelog-ops")
     monkeypatch.setenv("TIDELOG_OPERATOR_LABELS", "app.kubernetes.io/name=tidelog-operator,x=y")
-    body = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Cluster",
-        "metadata": {"name": "events"},
-        "spec": {
-            "brokers": {"replicas": 1},
-            "listeners": [
-                {"name": "internal", "port": 9092},
-                {"name": "orders", "port": 9100, "networkPolicyPeers": [ORDERS, OFFICE]},
-                {"name": "partners", "port": 9101, "networkPolicyPeers": [PARTNERS]},
-            ],
-            "storage": {"volumes": [{"id": 0, "size": "1Gi"}]},
-            "zookeeper": {"replicas": 1},
-        },
-    }
-    return client.CustomObjectsApi(kube_api).create_namespaced_custom_object(
-        GROUP, VERSION, kube_namespace, "clusters", body
-    )
+    listeners = [
+        {"name": "internal", "port": 9092},
+        {"name": "orders", "port": 9100, "networkPolicyPeers": [ORDERS, OFFICE]},
+        {"name": "partners", "port": 9101, "networkPolicyPeers": [PARTNERS]},
+    ]
+    return create_cluster(kube_api, kube_namespace, listeners=listeners, zookeeper={"replicas": 1})
 
 
 def test_the_pass_makes_both_policies_owned_by_the_cluster(cluster, kube_api, kube_namespace):

@@ -25,7 +25,7 @@ from kubernetes import client
 
 from integration.cluster import Cluster
 from kafka_reference.tools import run_kafka_tool
-from kube_operator.pass_helpers import mark_broker_ready
+from kube_operator.pass_helpers import create_cluster, mark_broker_ready
 from tidelog.admin import AdminClient
 from tidelog.security.certificates import certificate_facts, issued_by
 from tidelog.security.jaas import parse_jaas_config
@@ -47,20 +47,7 @@ ALICE_ACLS = [
 def brokers(tmp_path, zk_chroot, tidelog_crds, kube_api, kube_namespace):
     """One secured broker, and a Cluster object whose pod 0 is marked ready."""
     with Cluster(tmp_path, zk_chroot, size=1, security="sasl_ssl") as cluster:
-        body = {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "Cluster",
-            "metadata": {"name": "events"},
-            "spec": {
-                "brokers": {"replicas": 1},
-                "storage": {"volumes": [{"id": 0, "size": "1Gi"}]},
-                "zookeeper": {"connect": "zookeeper.example:2181"},
-                "authorization": {"type": "simple"},
-            },
-        }
-        client.CustomObjectsApi(kube_api).create_namespaced_custom_object(
-            GROUP, VERSION, kube_namespace, "clusters", body
-        )
+        create_cluster(kube_api, kube_namespace, authorization={"type": "simple"})
         run(kube_api, kube_namespace, cluster)  # the StatefulSet, so that its pod is made
         mark_broker_ready(client.CoreV1Api(kube_api), kube_namespace, "events", 0)
         yield cluster
