@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import ssl
 
 import pytest
@@ -21,8 +22,13 @@ from kazoo.exceptions import NoAuthError, NoNodeError
 
 from integration.broker_process import BrokerProcess
 from tidelog.admin import AdminClient
-from tidelog.controller.zk_security import ZkClientSecurity, secured_kazoo_client
+from tidelog.controller.zk_security import (
+    ZkClientSecurity,
+    secured_kazoo_client,
+    zk_client_security,
+)
 from tidelog.security.certificates import CertificateAuthority
+from tidelog.server.config import BrokerConfig
 from tidelog.zookeeper.server import ZooKeeperServer, ZooKeeperTls
 from waiting import wait_until
 
@@ -232,3 +238,45 @@ def test_a_server_certificate_naming_its_host_alone_is_checked_against_that_name
             AdminClient(broker.bootstrap).create_topic("named", 1, replication_factor=1)
         finally:
             assert broker.stop() == 0
+
+
+def test_a_keystore_replaced_in_place_is_presented_from_the_next_connection_on(
+    tmp_path, tls_files, tls_zookeeper
+):
+    """The broker's ZooKeeper client built from Kafka's keys (``zk_client_security``),
+    its keystore file replaced while it runs, as a kubelet replaces a mounted Secret's
+    file when the operator renews the certificate: its next connection presents the new
+    certificate (ZooKeeper names its subject as the owner of what that session creates),
+    without a new client."""
+    ca = CertificateAuthority.from_pem(
+        (tls_files / "ca.pem").read_bytes(), (tls_files / "ca.key").read_bytes()
+    )
+    renewed_subject = "CN=events-broker-renewed,O=tidelog.dev"
+    renewed = ca.issue(renewed_subject, hosts=["127.0.0.1"])
+    keystore = tmp_path / "broker.pem"
+    keystore.write_bytes((tls_files / "broker-1.pem").read_bytes())
+    with _session(tls_zookeeper.connect_string) as root:
+        root.ensure_path("/renewed-keystore")
+    config = BrokerConfig(
+        {
+            "zookeeper.connect": tls_zookeeper.secure_connect_string + "/renewed-keystore",
+            **_tls_properties(tls_files),
+            "zookeeper.ssl.keystore.location": str(keystore),
+            "zookeeper.set.acl": "true",
+        }
+    )
+    client = secured_kazoo_client(zk_client_security(config), hosts=config["zookeeper.connect"])
+    client.start(timeout=15)
+    try:
+        client.create("/before", b"")
+        replacement = tmp_path / "broker.pem.new"
+        replacement.write_bytes(renewed.key_pem() + renewed.chain_pem)
+        os.replace(replacement, keystore)  # as atomically as the kubelet's symlink swap
+        client.stop()
+        client.start(timeout=15)  # the next connection
+        client.create("/after", b"")
+        assert ("x509", BROKER_SUBJECT) in _owners(client, "/before")
+        assert ("x509", renewed_subject) in _owners(client, "/after")
+    finally:
+        client.stop()
+        client.close()

@@ -4,7 +4,11 @@
 
 TLS: kazoo takes a CA file and a key pair but no context, so protocols, cipher suites
 and PKCS12 stores could not be honoured; :class:`_TlsHandler` opens kazoo's connections
-through the context built from Kafka's keys instead.
+through the context built from Kafka's keys instead. Like ZooKeeper's own client, which
+makes its TLS context at each connection, it reads the stores again when their files
+have changed since: a broker whose certificate was renewed in place (the operator's CA
+renewal, a kubelet updating a mounted Secret) presents the new one from its next
+ZooKeeper connection on, without a restart.
 
 ACLs (Kafka's ``ZkData.defaultAcls``): with ``zookeeper.set.acl`` every znode the broker
 creates gets ``CREATOR_ALL_ACL`` (all rights for the identities the session
@@ -18,20 +22,23 @@ start, as Kafka does.
 
 from __future__ import annotations
 
+import logging
 import socket
 import ssl
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.handlers import utils
 from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.security import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
-from tidelog.security.tls import client_context
+from tidelog.security.tls import client_context, reload_stores, store_file_times
 from tidelog.server.config_key import ConfigError
 
 __all__ = ["ZkClientSecurity", "default_acls", "secured_kazoo_client", "zk_client_security"]
+
+logger = logging.getLogger(__name__)
 
 SENSITIVE_ROOT_PATHS = ("/config/users", "/config/brokers", "/delegation_token")
 # Kafka leaves the old consumers' path open: they wrote under it themselves.
@@ -51,10 +58,12 @@ def default_acls(path: str) -> list:
 @dataclass(frozen=True)
 class ZkClientSecurity:
     """How the broker's ZooKeeper sessions are secured: ``ssl_context`` (None: plain
-    TCP) and whether created znodes get Kafka's secure ACLs."""
+    TCP), whether created znodes get Kafka's secure ACLs, and the ``ssl.*`` settings
+    the context was loaded from (``stores``; None: never read again)."""
 
     ssl_context: ssl.SSLContext | None = None
     set_acl: bool = False
+    stores: Mapping[str, object] | None = field(default=None, repr=False)  # passwords
 
 
 # zookeeper.ssl.<key> → the ssl.<key> that tidelog.security.tls reads.
@@ -105,7 +114,7 @@ def zk_client_security(config: Mapping[str, object]) -> ZkClientSecurity | None:
         context = client_context(settings)
     except ConfigError as error:
         raise ConfigError(f"ZooKeeper client TLS (zookeeper.ssl.*): {error}") from None
-    return ZkClientSecurity(context, set_acl)
+    return ZkClientSecurity(context, set_acl, settings)
 
 
 def _no_identity() -> ConfigError:
@@ -117,16 +126,36 @@ def _no_identity() -> ConfigError:
 
 
 class _TlsHandler(SequentialThreadingHandler):
-    """kazoo's threading handler, connecting through ``context``; the server's
-    certificate is checked against ``name_of(host)``, the name behind an address kazoo
-    was given instead of it (``ZooKeeperAddresses.name_of``)."""
+    """kazoo's threading handler, connecting through ``security``'s context, its stores
+    read again before a connection when their files changed; the server's certificate
+    is checked against ``name_of(host)``, the name behind an address kazoo was given
+    instead of it (``ZooKeeperAddresses.name_of``)."""
 
-    def __init__(self, context: ssl.SSLContext, name_of: Callable[[str], str] | None = None):
+    def __init__(self, security: ZkClientSecurity, name_of: Callable[[str], str] | None = None):
         super().__init__()
-        self._context = context
+        self._context = security.ssl_context
+        self._stores = security.stores
+        self._loaded = store_file_times(security.stores) if security.stores else None
         self._name_of = name_of or (lambda host: host)
 
+    def _reload_changed_stores(self) -> None:
+        if self._stores is None:
+            return
+        now = store_file_times(self._stores)
+        if now == self._loaded:
+            return
+        try:
+            reload_stores(self._context, self._stores)
+        except (ConfigError, OSError, ssl.SSLError) as error:
+            # A store being replaced: this connection goes with what was loaded, the next
+            # one tries again.
+            logger.warning("ZooKeeper client TLS stores not read again: %s", error)
+            return
+        self._loaded = now
+        logger.info("ZooKeeper client TLS: new connections present the new keystore")
+
     def create_connection(self, address, hostname=None, timeout=None, **_kazoo_tls):
+        self._reload_changed_stores()
         sock = utils.create_tcp_connection(socket, address, hostname, timeout)
         try:
             checked = self._name_of(hostname) if hostname else hostname
@@ -166,7 +195,7 @@ def secured_kazoo_client(
     if security is None:
         return KazooClient(**kazoo_options)
     if security.ssl_context is not None:
-        handler = _TlsHandler(security.ssl_context, name_of)
+        handler = _TlsHandler(security, name_of)
         kazoo_options.update(handler=handler, use_ssl=True)
     client_class = _AclKazooClient if security.set_acl else KazooClient
     return client_class(**kazoo_options)

@@ -14,7 +14,6 @@ created.
 from __future__ import annotations
 
 import logging
-import os
 import ssl
 from collections.abc import Mapping
 
@@ -23,7 +22,7 @@ from cryptography import x509
 from tidelog.security.listeners import ListenerSpec, listener_specs, ssl_settings
 from tidelog.security.principal import KafkaPrincipal
 from tidelog.security.principal_mapping import PrincipalMapper, subject_name
-from tidelog.security.tls import reload_stores, server_context
+from tidelog.security.tls import reload_stores, server_context, store_file_times
 
 __all__ = ["ListenerSecurity", "TlsListener"]
 
@@ -48,14 +47,7 @@ def _stores(settings: Mapping[str, object]) -> tuple:
     """What a listener's stores are: their settings and their files' modification times
     (a store replaced in place, then set again to the same path, is read again, as in
     Kafka)."""
-    times = []
-    for key in ("ssl.keystore.location", "ssl.truststore.location"):
-        location = settings.get(key)
-        try:
-            times.append(os.stat(str(location)).st_mtime_ns if location else None)
-        except OSError:
-            times.append(None)
-    return (*(settings.get(k) for k in STORE_KEYS), *times)
+    return (*(settings.get(k) for k in STORE_KEYS), *store_file_times(settings))
 
 
 class TlsListener:

@@ -40,7 +40,7 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 
 from tidelog.server.config_key import ConfigError
 
-__all__ = ["TLS12_SUITES", "client_context", "reload_stores", "server_context"]
+__all__ = ["TLS12_SUITES", "client_context", "reload_stores", "server_context", "store_file_times"]
 
 _VERSIONS = {
     "TLSv1": ssl.TLSVersion.TLSv1,
@@ -289,3 +289,17 @@ def reload_stores(context: ssl.SSLContext, settings: Mapping[str, object]) -> No
     forget a CA it trusted; open connections keep what they had)."""
     _load_keystore(context, settings)
     _load_truststore(context, settings)
+
+
+def store_file_times(settings: Mapping[str, object]) -> tuple[int | None, int | None]:
+    """The modification times of the keystore's and the truststore's files (None for a
+    store not set or not readable): what tells that a store was replaced in place, as a
+    kubelet replaces a mounted Secret's files."""
+    times = []
+    for key in ("ssl.keystore.location", "ssl.truststore.location"):
+        location = settings.get(key)
+        try:
+            times.append(os.stat(str(location)).st_mtime_ns if location else None)
+        except OSError:
+            times.append(None)
+    return times[0], times[1]
