@@ -67,8 +67,8 @@ class IsrWatch:
                 return
             try:
                 described = self.deployment.client("describe-topic", "--topic", "orders")
-            except (ClusterError, ValueError):
-                continue  # the toolbox's connection cut off by a roll: no sample
+            except (ClusterError, ValueError, IndexError):
+                continue  # a broker restarting answered nothing usable: no sample
             sizes = [len(p["isr"]) for p in described["partitions"].values()]
             if sizes:
                 self.samples += 1
