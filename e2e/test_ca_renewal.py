@@ -1,7 +1,7 @@
 """The Cluster's CAs renewed under the example deployment (e2e/conftest.py) while an
 idempotent acks=all producer runs: the cluster CA because its renewal period has come
-(``renewalDays`` raised so that it is due at once, as it would be a month before its
-end), the clients CA at the same time because its Secret carries
+(``renewalDays`` raised to the whole of its year, so that it is due at once, as it would
+be a month before its end), the clients CA at the same time because its Secret carries
 ``tidelog.dev/force-renew``. The operator is killed (its pod force-deleted, no clean
 stop) at each step of the cluster CA's renewal, Trust, Reissue and Drop, and each time
 its successor resumes from what it observes. At the end each CA is of generation 1 and
@@ -102,17 +102,18 @@ def _decoded(secret: dict, key: str) -> str:
     return base64.b64decode(secret["data"][key]).decode()
 
 
-def _renewal_days(deployment: OperatorDeployment, days: int) -> None:
-    patch = {"spec": {"certificates": {"clusterCa": {"renewalDays": days}}}}
+def _cluster_ca_days(deployment: OperatorDeployment, validity: int, renewal: int) -> None:
+    days = {"validityDays": validity, "renewalDays": renewal}
+    patch = {"spec": {"certificates": {"clusterCa": days}}}
     deployment.kubectl("patch", "cluster/events", "--type=merge", "--patch", json.dumps(patch))
 
 
 @pytest.fixture
 def default_renewal_days_after(deployment: OperatorDeployment) -> Iterator[None]:
-    """The cluster CA's renewal period put back to the default after the test (the
-    renewed CA, valid for a year from now, is then not due)."""
+    """The cluster CA's days put back to the defaults after the test (the renewed CA,
+    valid for a year from now, is then not due)."""
     yield
-    _renewal_days(deployment, 30)
+    _cluster_ca_days(deployment, 365, 30)
 
 
 def test_both_cas_are_renewed_while_a_producer_runs_and_the_operator_is_killed(
@@ -125,7 +126,9 @@ def test_both_cas_are_renewed_while_a_producer_runs_and_the_operator_is_killed(
     producer = steady_producer(deployment, PREFIX, minutes=30)
     with IsrWatch(deployment) as isr:
         deployment.kubectl("annotate", "secret/events-clients-ca", "tidelog.dev/force-renew=true")
-        _renewal_days(deployment, 364)  # of 365: due at once, as a month before its end
+        # The CA was made minutes ago for 365 days: a renewal period of 365 days (the
+        # renewed one then made for 366, as renewalDays must be less) makes it due now.
+        _cluster_ca_days(deployment, 366, 365)
         for step in STEPS:
             deployment.wait_for(
                 lambda step=step: _step(deployment, "clusterCa") == step,
