@@ -185,30 +185,20 @@ run: setup
 SETUP_JOBS ?= 4
 side_by_side = $(MAKE) --no-print-directory --jobs=$(SETUP_JOBS) $(1)
 
-# The whole suite: the Go tools' tests, then pytest in two lanes side by side
-# (conftest.py). One lane runs the kind cluster's end-to-end tests, its output in
-# $(E2E_LANE_LOG), printed when both lanes are done; the other the light tests shared
-# between TEST_WORKERS pytest-xdist workers, then the Spark tests and the bench harness's
-# smoke run one at a time. Alone, each lane leaves about a third of the two cores idle
-# (docs/e2e.md), so side by side they take little more than the longer one. The Spark
-# tests and the smoke run follow light tests with failures too (all failures in one
-# run), not an interrupted run; an interrupted `make test` stops the e2e lane as well.
-# Each pytest run closes with its slowest tests' times, to keep the suite's time in view.
+# The whole suite: the Go tools' tests, then pytest in two parts (conftest.py): the light
+# tests shared between TEST_WORKERS pytest-xdist workers (one module per unit of work),
+# then the heavy ones alone: the Spark tests, the bench harness's smoke run and the kind
+# cluster's tests, last. The heavy part runs after a light one with failures too (all
+# failures in one run), not after an interrupted one. Each part closes with its slowest
+# tests' times, to keep the suite's time in view.
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter-out 1,$(TEST_WORKERS)),--numprocesses $(TEST_WORKERS) --dist loadgroup)
-E2E_LANE_LOG := build/e2e-lane.log
 test:
 	$(call side_by_side,setup kafka-libs k8s-tools images kind-node-image kube-router-image go-test)
-	@mkdir -p build
-	@echo "e2e: the kind tests run beside the others; follow them in $(E2E_LANE_LOG)"
-	$(BIN)/pytest --durations=20 e2e > $(E2E_LANE_LOG) 2>&1 & e2e=$$!; \
-	trap 'kill $$e2e 2>/dev/null' INT TERM; \
 	$(BIN)/pytest $(XDIST) -m "not heavy" --durations=20; light=$$?; \
-	if [ $$light -gt 1 ]; then kill $$e2e; wait $$e2e; exit $$light; fi; \
-	$(BIN)/pytest -m heavy --ignore=e2e --durations=20; heavy=$$?; \
-	wait $$e2e; kind=$$?; \
-	echo "== the e2e lane ($(E2E_LANE_LOG))"; cat $(E2E_LANE_LOG); \
-	[ $$light -eq 0 ] && [ $$heavy -eq 0 ] && [ $$kind -eq 0 ]
+	if [ $$light -gt 1 ]; then exit $$light; fi; \
+	$(BIN)/pytest -m heavy --durations=20; heavy=$$?; \
+	[ $$light -eq 0 ] && [ $$heavy -eq 0 ]
 
 # The kind end-to-end tests alone (e2e/conftest.py: E2E_KEEP=1 keeps the cluster).
 e2e:

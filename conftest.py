@@ -1,18 +1,14 @@
-"""The suite in parts, as ``make test`` runs them: the light tests, shared between
-pytest-xdist's workers (``TEST_WORKERS``, two by default), then the Spark tests and the
-smoke run of ``make bench``'s harness one at a time; and beside all of them, in a lane of
-their own, the e2e tests on a kind cluster.
+"""The suite in two parts, as ``make test`` runs them: the light tests, shared between
+pytest-xdist's workers (``TEST_WORKERS``, two by default), then the heavy ones alone.
 
 Most tests wait more than they compute (brokers, ZooKeeper and an API server answering,
 sessions expiring), so two of them at a time fill the two cores better than one. Three
-parts of the suite are heavier: the e2e tests, which share one kind cluster (and run a
-Spark pipeline in it), the smoke run of ``make bench``'s harness (both systems through
-every scenario, Spark's among them), and the tests that start Spark's JVM (a Spark driver
-starved beside another one fails to start its context in time). They carry the
-``heavy`` mark, so that the light part leaves them out. The Spark tests and the smoke run
-each take much of the machine and run one after the other; the e2e tests, mostly waiting
-for Kubernetes, leave about half of it idle, and run in their own pytest beside the rest
-(``make test``; ``make e2e`` runs them alone).
+parts of the suite each saturate the machine alone, and beside other work stretch past
+their own limits: the e2e tests, which share one kind cluster (and run a Spark pipeline
+in it), the smoke run of ``make bench``'s harness (both systems through every scenario,
+Spark's among them), and the tests that start Spark's JVM (a Spark driver starved beside
+another one fails to start its context in time). They carry the ``heavy`` mark and run
+one after the other, after the light ones (``pytest -m heavy``).
 
 Among the light tests, each test module is one unit of work (an ``xdist_group``, with
 ``--dist loadgroup``), so that a module's fixtures start once.

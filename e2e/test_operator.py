@@ -20,7 +20,6 @@ import pytest
 from bar_oracle import expected_bars, known_ticks
 from e2e.conftest import Progress, spark_image
 from e2e.operator_deployment import OperatorDeployment
-from e2e.producing import assert_once_in_order, nothing_lost, steady_producer
 from e2e.spark_pipeline import SparkPipeline
 
 
@@ -46,6 +45,7 @@ def spark_node(deployment: OperatorDeployment) -> Iterator[Future[str]]:
 # The example Cluster's disks, and the log dir of volume <n>: f"{DATA}-<n>".
 DISKS = ["/mnt/disks/0", "/mnt/disks/1"]
 DATA = "/var/lib/tidelog/data"
+STEADY_PRODUCER_MAX = 15 * 600  # records: a steady producer stops after 10 minutes anyway
 
 
 def broker_pods(deployment: OperatorDeployment) -> dict[str, dict]:
@@ -97,7 +97,7 @@ def test_clients_lose_nothing_on_the_example_topic(deployment):
     consumed = deployment.client(
         "consume", "--topic", "orders", "--expect", "2000", "--prefix", "ok"
     )
-    assert_once_in_order(consumed)
+    _assert_once_in_order(consumed)
 
 
 def test_a_topic_grows_refuses_to_shrink_reverts_drift_and_goes(deployment):
@@ -279,7 +279,7 @@ def test_a_deleted_broker_pod_comes_back_on_its_node_with_its_data(deployment):
     consumed = deployment.client(
         "consume", "--topic", "orders", "--expect", "500", "--prefix", "kept"
     )
-    assert_once_in_order(consumed)
+    _assert_once_in_order(consumed)
 
 
 def test_a_config_change_and_a_new_disk_roll_every_broker_while_a_producer_runs(deployment):
@@ -288,7 +288,7 @@ def test_a_config_change_and_a_new_disk_roll_every_broker_while_a_producer_runs(
     added at the same time (``/mnt/disks/2``, volume 2) needs the StatefulSet made anew
     (claim templates are immutable); its pods run on until the roll restarts them with
     the new log dir, where a new topic's replicas then go first (the fewest partitions)."""
-    producer = steady_producer(deployment, "roll")
+    producer = _steady_producer(deployment, "roll")
     before = _update_revision(deployment)
     patch = {
         "spec": {
@@ -307,7 +307,7 @@ def test_a_config_change_and_a_new_disk_roll_every_broker_while_a_producer_runs(
     _topics_tool(deployment, "--create", "--topic", "fresh", "--partitions", "3")
     placed = _placement(deployment, "fresh", lambda dirs: True)
     assert placed == {(b, f"{DATA}-2") for b in (0, 1, 2)}, placed
-    nothing_lost(deployment, producer, "roll")
+    _nothing_lost(deployment, producer, "roll")
     events = deployment.kubectl(
         "get",
         "events",
@@ -366,7 +366,7 @@ def test_a_removed_disk_is_drained_before_the_brokers_restart_without_it(deploym
     the roll restart the brokers without it; an acks=all producer loses nothing. The
     claims stay (claimRetention Retain) until the user deletes them; their disks are
     then wiped and free again."""
-    producer = steady_producer(deployment, "unmount")
+    producer = _steady_producer(deployment, "unmount")
     patch = {"spec": {"storage": {"local": {"disks": DISKS}}}}
     deployment.kubectl("patch", "cluster/events", "--type=merge", "--patch", json.dumps(patch))
 
@@ -395,7 +395,7 @@ def test_a_removed_disk_is_drained_before_the_brokers_restart_without_it(deploym
         deployment, "fresh", lambda dirs: all(d in (f"{DATA}-0", f"{DATA}-1") for _, d in dirs)
     )
     assert placed, placed
-    nothing_lost(deployment, producer, "unmount")
+    _nothing_lost(deployment, producer, "unmount")
     _topics_tool(deployment, "--delete", "--topic", "fresh")
     claims = [f"data-2-events-broker-{b}" for b in (0, 1, 2)]
     deployment.kubectl("delete", "pvc", *claims)
@@ -453,7 +453,7 @@ def test_scaling_moves_the_data_first_and_refuses_to_go_below_a_replication_fact
     spreads replicas onto it; back to 3: broker 3 is drained, then removed; to 2: refused
     (the topics have 3 replicas), nothing moves. An acks=all producer runs throughout and
     every record it saw acknowledged is there afterwards."""
-    producer = steady_producer(deployment, "scale")
+    producer = _steady_producer(deployment, "scale")
     deployment.kubectl("scale", "cluster/events", "--replicas=4")
     deployment.wait_for(
         lambda: _moved(deployment, "AddBrokers", spread=4), "replicas spread onto broker 3", 600
@@ -477,7 +477,45 @@ def test_scaling_moves_the_data_first_and_refuses_to_go_below_a_replication_fact
     assert _replica_counts(deployment) == drained
     deployment.kubectl("scale", "cluster/events", "--replicas=3")
 
-    nothing_lost(deployment, producer, "scale")
+    _nothing_lost(deployment, producer, "scale")
+
+
+def _steady_producer(deployment: OperatorDeployment, prefix: str):
+    """An idempotent acks=all producer to orders, 15 records a second, that runs while the
+    test goes on until :func:`_nothing_lost` stops it (or for 10 minutes), returned once
+    its first record is acknowledged."""
+    return deployment.producer_started(
+        "--topic",
+        "orders",
+        "--count",
+        str(STEADY_PRODUCER_MAX),
+        "--per-second",
+        "15",
+        "--prefix",
+        prefix,
+        "--idempotent",
+    )
+
+
+def _nothing_lost(deployment: OperatorDeployment, producer, prefix: str) -> None:
+    """Stop the steady producer: every record it sent was acknowledged, and is in the
+    topic once, in order."""
+    produced = deployment.producer_stopped(producer)
+    assert produced["failures"] == [], produced
+    assert produced["acknowledged"] == produced["sent"] > 0, produced
+    consumed = deployment.client(
+        "consume", "--topic", "orders", "--expect", str(produced["sent"]), "--prefix", prefix
+    )
+    _assert_once_in_order(consumed)
+
+
+def _assert_once_in_order(consumed: dict) -> None:
+    """Every record an idempotent producer had acknowledged was read, once, in order."""
+    assert (consumed["missing_count"], consumed["duplicates"], consumed["out_of_order"]) == (
+        0,
+        0,
+        0,
+    ), consumed
 
 
 def _scale_back_to_three(deployment: OperatorDeployment) -> None:
@@ -557,7 +595,7 @@ def test_a_full_disk_goes_offline_alone_and_its_replicas_go_to_an_added_broker(d
     claim = deployment.get("persistentvolumeclaim/data-0-events-broker-1")
     disk = cluster.get(f"persistentvolume/{claim['spec']['volumeName']}")["spec"]["local"]["path"]
     filler = f"{disk}/filler"
-    producer = steady_producer(deployment, "full")
+    producer = _steady_producer(deployment, "full")
     try:
         # Each dd stops at ENOSPC, the second one in the last blocks the first left (the
         # file system has no reserved blocks): not even a checkpoint file fits then.
@@ -603,7 +641,7 @@ def test_a_full_disk_goes_offline_alone_and_its_replicas_go_to_an_added_broker(d
     )
     _set_storage(deployment, drainFailedDirs=False)
     _scale_back_to_three(deployment)
-    nothing_lost(deployment, producer, "full")
+    _nothing_lost(deployment, producer, "full")
 
 
 def _set_storage(deployment: OperatorDeployment, **storage: bool) -> None:
@@ -715,7 +753,7 @@ def test_a_node_gone_for_good_takes_a_brokers_disks_and_the_broker_starts_elsewh
         for name, p in sorted(pods.items())
         if p["spec"]["nodeName"] not in keep
     )
-    producer = steady_producer(deployment, "lost")
+    producer = _steady_producer(deployment, "lost")
     cluster.stop_node(lost_node)
     try:
         cluster.kubectl("delete", "node", lost_node, timeout=180)
@@ -740,7 +778,7 @@ def test_a_node_gone_for_good_takes_a_brokers_disks_and_the_broker_starts_elsewh
             "jsonpath={.items[*].message}",
         )
         assert victim in lost, lost
-        nothing_lost(deployment, producer, "lost")
+        _nothing_lost(deployment, producer, "lost")
     finally:
         cluster.start_node(lost_node)
         cluster.wait_until_ready()
