@@ -123,6 +123,11 @@ def test_brokers_sharing_a_subject_with_set_acl_own_what_they_create(
     try:
         for broker in brokers.values():
             broker.start()
+        # The controller counts live brokers when it places replicas: both, first.
+        wait_until(
+            lambda: len(AdminClient(brokers[1].bootstrap).metadata([]).brokers) == 2,
+            "both brokers known to the controller",
+        )
         for topic, broker in zip(("orders", "payments"), brokers.values(), strict=True):
             AdminClient(broker.bootstrap).create_topic(topic, 1, replication_factor=2)
         with (
