@@ -149,6 +149,10 @@ class CertificatesSpec:
     clients_ca: CaSpec = field(default_factory=CaSpec)
     maintenance_windows: tuple[CronExpression, ...] = ()
 
+    def of(self, ca: str) -> CaSpec:
+        """The :class:`CaSpec` of CA ``ca``: ``"cluster"`` or ``"clients"``."""
+        return self.cluster_ca if ca == "cluster" else self.clients_ca
+
 
 def _ca(raw: Mapping[str, Any] | None) -> CaSpec:
     raw = raw or {}

@@ -253,7 +253,7 @@ class CaPolicy:
 
     @classmethod
     def of(cls, certificates: CertificatesSpec, kind: CaKind) -> CaPolicy:
-        ca = certificates.cluster_ca if kind is CaKind.CLUSTER else certificates.clients_ca
+        ca = certificates.of(kind.value)
         return cls(ca.validity_days, ca.renewal_days, certificates.maintenance_windows)
 
     def window_open(self, now: datetime.datetime) -> bool:

@@ -82,11 +82,6 @@ def _secret_name(kind: CaKind, cluster: str) -> str:
     return names.clients_ca_secret(cluster)
 
 
-def _validity_days(context: Context, kind: CaKind) -> int:
-    spec = context.spec.certificates
-    return (spec.cluster_ca if kind is CaKind.CLUSTER else spec.clients_ca).validity_days
-
-
 def _secret(context: Context, name: str) -> tuple[dict[str, bytes], dict[str, str]]:
     return kube.secret_with_annotations(context.api, context.namespace, name)
 
@@ -107,7 +102,7 @@ def _renew(command: RenewCa, context: Context) -> None:
         current = CertificateAuthority.from_pem(
             data[certificates.CA_CERT], data[certificates.CA_KEY]
         )
-        days = _validity_days(context, command.kind)
+        days = spec.certificates.of(command.kind.value).validity_days
         if command.replace_key:
             subject = ca_subject(spec.name, command.kind, command.to)
             renewed = CertificateAuthority(subject, valid_days=days)

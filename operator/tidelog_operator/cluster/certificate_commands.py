@@ -127,8 +127,12 @@ def _bundle(context: Context, kind: CaKind) -> tuple[bytes, int]:
     """The ``kind`` CA's certificates to trust (current, then previous) and its
     generation, from its own Secret."""
     data, annotations = _read_secret(context, _ca_names(kind, context.spec.name)[0])
-    trusted = data[certificates.CA_CERT] + data.get(certificates.PREVIOUS_CERT, b"")
-    return trusted, _generation(annotations)
+    return _trusted(data), _generation(annotations)
+
+
+def _trusted(ca_data: dict[str, bytes]) -> bytes:
+    """A CA Secret's certificates to trust: current, then previous."""
+    return ca_data[certificates.CA_CERT] + ca_data.get(certificates.PREVIOUS_CERT, b"")
 
 
 def _leaf_generation(
@@ -161,15 +165,9 @@ def _ca_names(kind: CaKind, cluster: str) -> tuple[str, str]:
 def _issue_ca(command: IssueCa, context: Context) -> None:
     spec = context.spec
     own, bundle = _ca_names(command.kind, spec.name)
-    certificates_spec = spec.certificates
-    ca = (
-        certificates_spec.cluster_ca
-        if command.kind is CaKind.CLUSTER
-        else certificates_spec.clients_ca
-    )
     authority = CertificateAuthority(
         f"CN={spec.name}-{command.kind.value}-ca v0,O={names.GROUP}",
-        valid_days=ca.validity_days,
+        valid_days=spec.certificates.of(command.kind.value).validity_days,
     )
     pem = authority.certificate_pem
     _apply(context, certificates.ca_secret(spec, own, pem, authority.key_pem(), 0))
@@ -237,7 +235,7 @@ def _issue_operator(command: IssueOperatorCredentials, context: Context) -> None
     spec = context.spec
     data, annotations = _read_secret(context, names.cluster_ca_secret(spec.name))
     authority = CertificateAuthority.from_pem(data[certificates.CA_CERT], data[certificates.CA_KEY])
-    trusted = _bundle(context, CaKind.CLUSTER)[0]
+    trusted = _trusted(data)
     issued = authority.issue(names.operator_subject(spec.name), valid_days=LEAF_VALIDITY_DAYS)
     secret = certificates.operator_credentials_secret(
         spec, trusted, issued.chain_pem, issued.key_pem(), _generation(annotations)

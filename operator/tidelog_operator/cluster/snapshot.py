@@ -350,12 +350,12 @@ def _as_volume(name: str, claim: client.V1PersistentVolumeClaimSpec) -> Volume |
     )
 
 
+def _read_statefulset(api: client.ApiClient, name: str, namespace: str):
+    return kube.found(client.AppsV1Api(api).read_namespaced_stateful_set, name, namespace)
+
+
 def _statefulset(api: client.ApiClient, spec: ClusterSpec) -> StatefulSetView | None:
-    live = kube.found(
-        client.AppsV1Api(api).read_namespaced_stateful_set,
-        names.brokers_statefulset(spec.name),
-        spec.namespace,
-    )
+    live = _read_statefulset(api, names.brokers_statefulset(spec.name), spec.namespace)
     if live is None:
         return None
     volumes = {
@@ -377,11 +377,7 @@ def _statefulset(api: client.ApiClient, spec: ClusterSpec) -> StatefulSetView | 
 
 
 def _zookeeper(api: client.ApiClient, spec: ClusterSpec) -> ZooKeeperView | None:
-    live = kube.found(
-        client.AppsV1Api(api).read_namespaced_stateful_set,
-        names.zookeeper_statefulset(spec.name),
-        spec.namespace,
-    )
+    live = _read_statefulset(api, names.zookeeper_statefulset(spec.name), spec.namespace)
     if live is None:
         return None
     status = live.status
